@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * clock.h: guest time in ns from this vCPU's pvclock record.
+ *
+ * Under lull the record is the clock at the start of the vCPU's shared
+ * page (registered with LULL_HC_SET_SHARED_PAGE); under KVM it is the
+ * kvmclock of the same page (MSR_KVM_SYSTEM_TIME_NEW), which has the
+ * same layout. Each vCPU reads only its own record. Without either,
+ * clock_available() is false and clock_ns() returns 0.
+ */
+#ifndef GUEST_CLOCK_H
+#define GUEST_CLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <lull_abi.h>
+
+/* Registers this vCPU's page; 0 or a negative errno (the runtime calls it). */
+int clock_init_this_vcpu(void);
+bool clock_available(void);
+uint64_t clock_ns(void);
+/* The version/retry read of one pvclock record. */
+uint64_t pvclock_read(const volatile struct lull_pvclock *c);
+/* This vCPU's page (lull: the whole shared page; KVM: only .clock is used). */
+struct lull_shared_page *shared_page(void);
+/* The shared page of vCPU i (for the abi guest's re-registration tests). */
+struct lull_shared_page *shared_page_of(unsigned i);
+/* Busy-wait (interrupts untouched) until clock_ns() >= t. */
+void clock_wait_until(uint64_t t);
+
+#endif

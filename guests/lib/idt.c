@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/* idt.c: see idt.h. */
+#include "idt.h"
+#include "layout.h"
+#include "printf.h"
+#include "rt.h"
+#include "smp.h"
+#include "x86.h"
+
+#define GATE_INTERRUPT 0x8e /* present, DPL 0, 64-bit interrupt gate */
+#define STUB_SIZE 16	    /* see isr.S */
+
+struct idt_gate {
+	uint16_t off_lo;
+	uint16_t sel;
+	uint8_t ist;
+	uint8_t type;
+	uint16_t off_mid;
+	uint32_t off_hi;
+	uint32_t zero;
+} __attribute__((packed));
+
+extern char isr_stubs[];
+
+static struct idt_gate idt[256] __attribute__((aligned(16)));
+static irq_handler_t handlers[256];
+static uint64_t unexpected;
+
+static const char *const exception_names[32] = {
+	"#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM",
+	"#DF", "CSO", "#TS", "#NP", "#SS", "#GP", "#PF", "rsvd",
+	"#MF", "#AC", "#MC", "#XM", "#VE", "#CP",
+};
+
+void idt_init(void)
+{
+	for (unsigned v = 0; v < 256; v++) {
+		uint64_t a = (uint64_t)(uintptr_t)(isr_stubs + v * STUB_SIZE);
+
+		idt[v] = (struct idt_gate){
+			.off_lo = a & 0xffff,
+			.sel = GDT_CODE64,
+			.type = GATE_INTERRUPT,
+			.off_mid = (a >> 16) & 0xffff,
+			.off_hi = a >> 32,
+		};
+	}
+}
+
+void idt_load(void)
+{
+	struct {
+		uint16_t limit;
+		uint64_t base;
+	} __attribute__((packed)) ptr = { sizeof(idt) - 1, (uintptr_t)idt };
+
+	asm volatile("lidt %0" : : "m"(ptr) : "memory");
+}
+
+void irq_set_handler(unsigned vector, irq_handler_t fn)
+{
+	if (vector < 256)
+		WRITE_ONCE(handlers[vector], fn);
+}
+
+uint64_t irq_unexpected_count(void)
+{
+	return __atomic_load_n(&unexpected, __ATOMIC_RELAXED);
+}
+
+void trap_dispatch(struct trap_frame *f);
+
+void trap_dispatch(struct trap_frame *f)
+{
+	irq_handler_t fn;
+
+	if (f->vector < 32) {
+		const char *name = exception_names[f->vector];
+
+		printf("exception %lu (%s) on vcpu %u: error %#lx rip %#lx rsp %#lx",
+		       f->vector, name ? name : "?", smp_id(), f->error, f->rip,
+		       f->rsp);
+		if (f->vector == 14)
+			printf(" cr2 %#lx", read_cr2());
+		printf("\n");
+		rt_exit(EXCEPTION_EXIT_STATUS);
+	}
+	fn = READ_ONCE(handlers[f->vector]);
+	if (fn)
+		fn((unsigned)f->vector);
+	else
+		__atomic_fetch_add(&unexpected, 1, __ATOMIC_RELAXED);
+}

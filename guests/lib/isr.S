@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * isr.S: the 256 interrupt/exception entry stubs and their common path.
+ *
+ * Stub v sits at isr_stubs + 16 * v (so no address table is needed). It
+ * pushes a dummy error code where the CPU pushes none, then the vector,
+ * and jumps to isr_common, which saves every general-purpose register,
+ * calls trap_dispatch(struct trap_frame *) and iretq's. The layout pushed
+ * here is struct trap_frame in idt.h.
+ */
+	.text
+	.p2align 4
+	.globl isr_stubs
+isr_stubs:
+	.set vec, 0
+	.rept 256
+	.p2align 4
+	.if (vec == 8) || ((vec >= 10) && (vec <= 14)) || (vec == 17) || (vec == 21) || (vec == 29) || (vec == 30)
+	.else
+	pushq	$0
+	.endif
+	pushq	$vec
+	jmp	isr_common
+	.set vec, vec + 1
+	.endr
+
+isr_common:
+	push	%rax
+	push	%rbx
+	push	%rcx
+	push	%rdx
+	push	%rsi
+	push	%rdi
+	push	%rbp
+	push	%r8
+	push	%r9
+	push	%r10
+	push	%r11
+	push	%r12
+	push	%r13
+	push	%r14
+	push	%r15
+	cld
+	mov	%rsp, %rdi	/* 15 regs + vec + err + 5-word frame: rsp stays 16-aligned */
+	call	trap_dispatch
+	pop	%r15
+	pop	%r14
+	pop	%r13
+	pop	%r12
+	pop	%r11
+	pop	%r10
+	pop	%r9
+	pop	%r8
+	pop	%rbp
+	pop	%rdi
+	pop	%rsi
+	pop	%rdx
+	pop	%rcx
+	pop	%rbx
+	pop	%rax
+	add	$16, %rsp	/* vector, error code */
+	iretq

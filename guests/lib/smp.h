@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * smp.h: which vCPU am I, how many are there.
+ *
+ * Under lull every vCPU enters at the PVH entry point at once; vCPU i
+ * has initial APIC ID i and runs on rt_stacks[i], so smp_id() is derived
+ * from the stack pointer (no MSR, no per-CPU segment needed). Without lull
+ * there is one vCPU.
+ */
+#ifndef GUEST_SMP_H
+#define GUEST_SMP_H
+
+#include <stdint.h>
+
+#include "layout.h"
+
+extern char rt_stacks[];
+
+static inline unsigned smp_id(void)
+{
+	uintptr_t sp;
+
+	asm("mov %%rsp, %0" : "=r"(sp));
+	return (unsigned)((sp - 1 - (uintptr_t)rt_stacks) / RT_STACK_SIZE);
+}
+
+/* Number of vCPUs running this guest (set by vCPU 0 before the others run). */
+unsigned smp_count(void);
+
+#endif
