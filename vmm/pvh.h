@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * PVH boot, host side: load a guest ELF into guest RAM and build the
+ * hvm_start_info the guest finds in ebx. Pure functions over byte buffers:
+ * no KVM, no globals.
+ *
+ * Contract: the ELF is untrusted input. Every function either succeeds or
+ * returns a negative errno and writes one sentence (no trailing newline)
+ * into err; it never reads or writes outside the buffers it is given.
+ * pvh_load_elf validates the whole file before it writes a single byte of
+ * guest RAM, so a rejected image leaves RAM untouched.
+ *
+ * Guest RAM is the flat range [0, ram_size) mapped at `ram`; the boot area
+ * [LULL_START_INFO_GPA, LULL_BOOT_AREA_END) belongs to the VMM (lull_abi.h).
+ */
+#ifndef LULL_PVH_H
+#define LULL_PVH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pvh_image {
+	uint32_t
+		entry; /* XEN_ELFNOTE_PHYS32_ENTRY value: 32-bit physical entry */
+	uint64_t load_start; /* lowest guest-physical byte written */
+	uint64_t load_end; /* one past the highest (p_paddr + p_memsz) */
+};
+
+/*
+ * Loads the PT_LOAD segments of an ELF32/ELF64 x86 ET_EXEC image by p_paddr
+ * and returns the PVH entry from its Xen note (type 18). ram must be
+ * zero-filled: the bss part of a segment (p_memsz beyond p_filesz) is not
+ * written, so untouched guest pages stay unbacked.
+ * Errors: -ENOEXEC (not a loadable PVH ELF), -ERANGE (does not fit this VM's
+ * RAM or touches the boot area).
+ */
+int pvh_load_elf(const void *file, size_t file_size, void *ram,
+		 uint64_t ram_size, struct pvh_image *img, char *err,
+		 size_t err_len);
+
+/*
+ * Writes hvm_start_info (version 1) at LULL_START_INFO_GPA, the memory map
+ * right after it and the NUL-terminated cmdline at LULL_CMDLINE_GPA
+ * (cmdline NULL or "" => cmdline_paddr 0). Returns the start_info GPA, the
+ * value for ebx. Errors: -E2BIG (cmdline of LULL_CMDLINE_MAX bytes or more),
+ * -ERANGE (RAM smaller than the boot area).
+ */
+int64_t pvh_write_start_info(void *ram, uint64_t ram_size, const char *cmdline,
+			     char *err, size_t err_len);
+
+/*
+ * Reads a whole regular file (the guest ELF) into a malloc'd buffer the
+ * caller frees. Refuses missing, unreadable, non-regular, empty and
+ * larger-than-PVH_MAX_FILE_SIZE files with errno from the failing call
+ * (-ENOENT, -EACCES, ...), -EINVAL (not regular, empty) or -EFBIG.
+ */
+#define PVH_MAX_FILE_SIZE (1ull << 30)
+
+int pvh_read_file(const char *path, void **buf, size_t *size, char *err,
+		  size_t err_len);
+
+#endif
