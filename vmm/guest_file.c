@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Reading the guest image: one whole regular file into one malloc'd buffer,
- * with a sentence for every way that can fail. The loader then works on
- * bytes only (pvh.c).
+ * with a sentence for every way that can fail. The sentences leave out the
+ * path because the caller prefixes it ("guest.elf: no such file"). The
+ * loader then works on bytes only (pvh.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,8 +44,8 @@ static const char *file_kind(mode_t mode)
 	return "special file";
 }
 
-static int read_all(int fd, const char *path, uint8_t *buf, size_t size,
-		    char *err, size_t err_len)
+static int read_all(int fd, uint8_t *buf, size_t size, char *err,
+		    size_t err_len)
 {
 	size_t got = 0;
 
@@ -54,49 +55,44 @@ static int read_all(int fd, const char *path, uint8_t *buf, size_t size,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return fail(err, err_len, errno,
-				    "cannot read guest file %s: %s", path,
+			return fail(err, err_len, errno, "cannot read it: %s",
 				    strerror(errno));
 		if (n == 0)
-			return fail(
-				err, err_len, EIO,
-				"guest file %s shrank while it was being read",
-				path);
+			return fail(err, err_len, EIO,
+				    "the file shrank while it was being read");
 		got += n;
 	}
 	return 0;
 }
 
-static int read_open_file(int fd, const char *path, void **buf, size_t *size,
-			  char *err, size_t err_len)
+static int read_open_file(int fd, void **buf, size_t *size, char *err,
+			  size_t err_len)
 {
 	struct stat st;
 	void *data;
 	int ret;
 
 	if (fstat(fd, &st) < 0)
-		return fail(err, err_len, errno,
-			    "cannot stat guest file %s: %s", path,
+		return fail(err, err_len, errno, "cannot stat it: %s",
 			    strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return fail(err, err_len, EINVAL,
-			    "guest file %s is not a regular file (it is a %s)",
-			    path, file_kind(st.st_mode));
+			    "not a regular file (it is a %s)",
+			    file_kind(st.st_mode));
 	if (st.st_size == 0)
-		return fail(err, err_len, EINVAL, "guest file %s is empty",
-			    path);
+		return fail(err, err_len, EINVAL, "the file is empty");
 	if ((unsigned long long)st.st_size > PVH_MAX_FILE_SIZE)
 		return fail(
 			err, err_len, EFBIG,
-			"guest file %s is %lld bytes; lull refuses guest images over 1 GiB",
-			path, (long long)st.st_size);
+			"%lld bytes is too large: lull refuses guest images over 1 GiB",
+			(long long)st.st_size);
 
 	data = malloc(st.st_size);
 	if (!data)
 		return fail(err, err_len, ENOMEM,
-			    "cannot allocate %lld bytes for guest file %s",
-			    (long long)st.st_size, path);
-	ret = read_all(fd, path, data, st.st_size, err, err_len);
+			    "cannot allocate %lld bytes to read it",
+			    (long long)st.st_size);
+	ret = read_all(fd, data, st.st_size, err, err_len);
 	if (ret) {
 		free(data);
 		return ret;
@@ -117,12 +113,10 @@ int pvh_read_file(const char *path, void **buf, size_t *size, char *err,
 		int e = errno;
 
 		if (e == ENOENT)
-			return fail(err, err_len, e,
-				    "guest file %s does not exist", path);
-		return fail(err, err_len, e, "cannot open guest file %s: %s",
-			    path, strerror(e));
+			return fail(err, err_len, e, "no such file");
+		return fail(err, err_len, e, "cannot open it: %s", strerror(e));
 	}
-	ret = read_open_file(fd, path, buf, size, err, err_len);
+	ret = read_open_file(fd, buf, size, err, err_len);
 	close(fd);
 	return ret;
 }

@@ -145,7 +145,7 @@ static int check_ident(struct loader *l)
 	const uint8_t *id = l->file;
 
 	if (l->file_size == 0)
-		return loader_fail(l, ENOEXEC, "guest file is empty");
+		return loader_fail(l, ENOEXEC, "the file is empty");
 	if (l->file_size < EI_NIDENT)
 		return loader_fail(
 			l, ENOEXEC,

@@ -52,7 +52,8 @@ int64_t pvh_write_start_info(void *ram, uint64_t ram_size, const char *cmdline,
  * Reads a whole regular file (the guest ELF) into a malloc'd buffer the
  * caller frees. Refuses missing, unreadable, non-regular, empty and
  * larger-than-PVH_MAX_FILE_SIZE files with errno from the failing call
- * (-ENOENT, -EACCES, ...), -EINVAL (not regular, empty) or -EFBIG.
+ * (-ENOENT, -EACCES, ...), -EINVAL (not regular, empty) or -EFBIG. The
+ * sentence in err does not repeat the path: print "<path>: <err>".
  */
 #define PVH_MAX_FILE_SIZE (1ull << 30)
 
