@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* Host time: CLOCK_MONOTONIC in ns, the time base of every timer in lull. */
+#ifndef LULL_CLOCK_H
+#define LULL_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t clock_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+#endif

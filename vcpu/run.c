@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The vCPU thread: the KVM_RUN loop, exit dispatch, interrupt injection and
+ * the halt path. Everything here runs on the vCPU's own thread.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "vcpu.h"
+
+static bool stopping(const struct vcpu *v)
+{
+	return atomic_load_explicit(v->stop, memory_order_acquire);
+}
+
+static void fatal(struct vcpu *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void fatal(struct vcpu *v, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	v->ops->fatal(v, msg);
+}
+
+/* Vectors other threads sent (IPIs) join the local queue. */
+static void take_posted(struct vcpu *v)
+{
+	for (unsigned w = 0; w < 4; w++) {
+		uint64_t bits;
+
+		if (!atomic_load_explicit(&v->posted[w], memory_order_relaxed))
+			continue;
+		bits = atomic_exchange(&v->posted[w], 0);
+		while (bits) {
+			unsigned b = (unsigned)__builtin_ctzll(bits);
+
+			bits &= bits - 1;
+			irq_raise(&v->irq, (uint8_t)(w * 64 + b), 1,
+				  IRQ_SRC_IPI, 0);
+		}
+	}
+}
+
+/* Every return to the VMM: run whatever is due, hard and deferred alike. */
+static void catch_up(struct vcpu *v)
+{
+	uint64_t now = clock_now_ns();
+
+	atomic_store(&v->kick_pending, false);
+	if (v->ops->resync)
+		v->ops->resync(v, now);
+	wheel_advance(&v->wheel, now);
+	take_posted(v);
+}
+
+static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)
+{
+	struct irq_queue *q = &v->irq;
+	uint64_t since = q->since[vector];
+
+	v->stats.injections++;
+	if (since) {
+		uint64_t late = now > since ? now - since : 0;
+
+		if (q->source[vector] == IRQ_SRC_HARD)
+			hist_record(&v->stats.hard_lateness_ns, late);
+		else if (q->source[vector] == IRQ_SRC_DEFERRED)
+			hist_record(&v->stats.deferred_delay_ns, late);
+		q->since[vector] = 0; /* later owed deliveries are not timed */
+	}
+}
+
+/*
+ * Without an in-kernel irqchip KVM takes one interrupt at a time, and only
+ * when the guest can accept it; otherwise we ask for an exit as soon as it
+ * can (KVM_EXIT_IRQ_WINDOW_OPEN).
+ */
+static void inject(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	int vector = irq_highest(&v->irq);
+
+	run->request_interrupt_window = 0;
+	if (vector < 0)
+		return;
+	if (run->ready_for_interrupt_injection && run->if_flag) {
+		struct kvm_interrupt irq = { .irq = (unsigned)vector };
+
+		if (ioctl(v->fd, KVM_INTERRUPT, &irq) < 0) {
+			fatal(v, "KVM_INTERRUPT of vector %d failed: %s",
+			      vector, strerror(errno));
+			return;
+		}
+		record_delivery(v, (uint8_t)vector, clock_now_ns());
+		irq_consume(&v->irq, (uint8_t)vector);
+		if (irq_any_pending(&v->irq))
+			run->request_interrupt_window = 1;
+	} else {
+		run->request_interrupt_window = 1;
+	}
+}
+
+static void arm_kick_timer(struct vcpu *v, uint64_t when)
+{
+	struct itimerspec its = { 0 };
+
+	if (when == v->kick_armed_at)
+		return;
+	if (when != UINT64_MAX) {
+		its.it_value.tv_sec = (time_t)(when / 1000000000ull);
+		its.it_value.tv_nsec = (long)(when % 1000000000ull);
+		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+			its.it_value.tv_nsec = 1; /* zero would disarm */
+	}
+	timer_settime(v->kick_timer, TIMER_ABSTIME, &its, NULL);
+	v->kick_armed_at = when;
+}
+
+/* The kick signal stays pending after KVM_RUN returns; take it. */
+static void drain_kick_signal(struct vcpu *v)
+{
+	static const struct timespec zero;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIG_VCPU_KICK);
+	while (sigtimedwait(&set, NULL, &zero) == SIG_VCPU_KICK)
+		v->stats.kicks_received++;
+}
+
+/*
+ * HLT: sleep until an interrupt can be delivered. The only timeout is the
+ * next hard expiry plus the slop; deferrable timers never end this sleep.
+ */
+static void halt(struct vcpu *v)
+{
+	v->stats.halts++;
+	/* A deferrable deadline must not wake the host through the kick timer. */
+	arm_kick_timer(v, UINT64_MAX);
+
+	for (;;) {
+		uint64_t deadline;
+		int r;
+
+		catch_up(v);
+		if (stopping(v))
+			return;
+		/* With IF clear nothing can be delivered: keep sleeping. */
+		if (irq_any_pending(&v->irq) && v->run->if_flag)
+			return;
+		deadline = wheel_next_hard_expiry(&v->wheel);
+		if (deadline != WHEEL_NEVER)
+			deadline = sat_add(deadline, v->slop_ns);
+
+		atomic_store(&v->state, VCPU_IDLE);
+		if (atomic_load(&v->kick_pending)) {
+			atomic_store(&v->state, VCPU_IN_VMM);
+			continue;
+		}
+		r = idle_sleep(&v->idle, deadline);
+		atomic_store(&v->state, VCPU_IN_VMM);
+		v->stats.host_wakeups++;
+		if (r < 0) {
+			fatal(v, "idle wait failed: %s", strerror(-r));
+			return;
+		}
+	}
+}
+
+static void handle_exit(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_HLT:
+		halt(v);
+		break;
+	case KVM_EXIT_IO:
+		v->ops->io(v, run->io.port, run->io.direction == KVM_EXIT_IO_OUT,
+			   run->io.size, run->io.count,
+			   (uint8_t *)run + run->io.data_offset);
+		break;
+	case KVM_EXIT_MMIO:
+		v->ops->mmio(v, run->mmio.phys_addr, run->mmio.is_write,
+			     run->mmio.len, run->mmio.data);
+		break;
+	case KVM_EXIT_IRQ_WINDOW_OPEN:
+	case KVM_EXIT_INTR:
+		break;
+	case KVM_EXIT_SHUTDOWN:
+		fatal(v, "triple fault (KVM_EXIT_SHUTDOWN) at rip 0x%llx",
+		      (unsigned long long)vcpu_regs(v)->rip);
+		break;
+	case KVM_EXIT_INTERNAL_ERROR:
+		fatal(v, "KVM internal error, suberror %u, at rip 0x%llx",
+		      run->internal.suberror,
+		      (unsigned long long)vcpu_regs(v)->rip);
+		break;
+	case KVM_EXIT_FAIL_ENTRY:
+		fatal(v, "VM entry failed, hardware reason 0x%llx, at rip 0x%llx",
+		      (unsigned long long)
+			      run->fail_entry.hardware_entry_failure_reason,
+		      (unsigned long long)vcpu_regs(v)->rip);
+		break;
+	default:
+		fatal(v, "unexpected KVM exit reason %u at rip 0x%llx",
+		      run->exit_reason, (unsigned long long)vcpu_regs(v)->rip);
+		break;
+	}
+}
+
+static int thread_setup(struct vcpu *v)
+{
+	struct sigevent sev = { 0 };
+	union {
+		struct kvm_signal_mask head;
+		uint8_t bytes[sizeof(struct kvm_signal_mask) + 8];
+	} mask;
+	sigset_t set;
+
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIG_VCPU_KICK;
+	sev._sigev_un._tid = gettid(); /* glibc 2.36 lacks sigev_notify_thread_id */
+	if (timer_create(CLOCK_MONOTONIC, &sev, &v->kick_timer) < 0)
+		return -errno;
+	v->kick_timer_made = true;
+
+	/* Inside KVM_RUN the kick signal is unblocked, so it ends KVM_RUN. */
+	pthread_sigmask(SIG_BLOCK, NULL, &set);
+	sigdelset(&set, SIG_VCPU_KICK);
+	mask.head.len = 8; /* the kernel's sigset size, not glibc's */
+	memcpy(mask.head.sigset, &set, 8);
+	if (ioctl(v->fd, KVM_SET_SIGNAL_MASK, &mask.head) < 0)
+		return -errno;
+	return 0;
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	int r;
+
+	v->self = pthread_self();
+	r = thread_setup(v);
+
+	if (r < 0) {
+		fatal(v, "vCPU thread setup failed: %s", strerror(-r));
+		return NULL;
+	}
+	while (!stopping(v)) {
+		catch_up(v);
+		inject(v);
+		arm_kick_timer(v, sat_add(wheel_next_expiry(&v->wheel),
+					  v->slop_ns));
+
+		atomic_store(&v->state, VCPU_IN_GUEST);
+		if (atomic_load(&v->kick_pending) || stopping(v)) {
+			atomic_store(&v->state, VCPU_IN_VMM);
+			continue;
+		}
+		r = ioctl(v->fd, KVM_RUN, 0);
+		atomic_store(&v->state, VCPU_IN_VMM);
+		v->stats.exits++;
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				drain_kick_signal(v);
+				continue;
+			}
+			fatal(v, "KVM_RUN failed: %s", strerror(errno));
+			break;
+		}
+		handle_exit(v);
+	}
+	arm_kick_timer(v, UINT64_MAX);
+	return NULL;
+}
+
+int vcpu_start(struct vcpu *v)
+{
+	int r = pthread_create(&v->thread, NULL, vcpu_thread, v);
+
+	if (r)
+		return -r;
+	v->thread_started = true;
+	return 0;
+}
+
+void vcpu_join(struct vcpu *v)
+{
+	if (v->thread_started)
+		pthread_join(v->thread, NULL);
+	v->thread_started = false;
+}

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/* vCPU setup, teardown and the cross-thread entry points (kick, post). */
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vcpu.h"
+
+static void kick_handler(int sig)
+{
+	(void)sig; /* its only job is to make KVM_RUN return -EINTR */
+}
+
+int vcpu_signals_init(void)
+{
+	struct sigaction sa = { .sa_handler = kick_handler };
+	sigset_t set;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIG_VCPU_KICK, &sa, NULL) < 0)
+		return -errno;
+	sigemptyset(&set);
+	sigaddset(&set, SIG_VCPU_KICK);
+	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
+	      const struct vcpu_ops *ops, void *owner, const atomic_bool *stop,
+	      uint64_t slop_ns, uint64_t now)
+{
+	int r;
+
+	memset(v, 0, sizeof(*v));
+	v->index = index;
+	v->fd = -1;
+	v->ops = ops;
+	v->owner = owner;
+	v->stop = stop;
+	v->slop_ns = slop_ns;
+	v->kick_armed_at = UINT64_MAX;
+	atomic_init(&v->state, VCPU_IN_VMM);
+	atomic_init(&v->kick_pending, false);
+	for (int i = 0; i < 4; i++)
+		atomic_init(&v->posted[i], 0);
+	wheel_init(&v->wheel, now, 0);
+	v->idle.kick_fd = -1;
+
+	if (vm_fd < 0)
+		return 0;
+
+	r = idle_init(&v->idle);
+	if (r < 0)
+		return r;
+	v->fd = ioctl(vm_fd, KVM_CREATE_VCPU, (unsigned long)index);
+	if (v->fd < 0)
+		return -errno;
+	r = ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (r < 0)
+		return -errno;
+	v->run_size = (size_t)r;
+	v->run = mmap(NULL, v->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      v->fd, 0);
+	if (v->run == MAP_FAILED) {
+		v->run = NULL;
+		return -errno;
+	}
+	v->sync_regs = (ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS) &
+			KVM_SYNC_X86_REGS) != 0;
+	if (v->sync_regs)
+		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS;
+	return 0;
+}
+
+void vcpu_destroy(struct vcpu *v)
+{
+	if (v->kick_timer_made)
+		timer_delete(v->kick_timer);
+	if (v->run)
+		munmap(v->run, v->run_size);
+	if (v->fd >= 0)
+		close(v->fd);
+	idle_destroy(&v->idle);
+	v->run = NULL;
+	v->fd = -1;
+}
+
+/*
+ * Makes the vCPU's thread come back to the VMM soon. The flag is stored
+ * before the state is read, and the thread stores its state before it reads
+ * the flag (both seq_cst), so one of the two always sees the other: either
+ * the thread notices the flag before it sleeps or enters the guest, or we
+ * see where it is and wake it there.
+ */
+void vcpu_kick(struct vcpu *v)
+{
+	atomic_store(&v->kick_pending, true);
+	switch (atomic_load(&v->state)) {
+	case VCPU_IDLE:
+		idle_kick(&v->idle);
+		break;
+	case VCPU_IN_GUEST:
+		/* IN_GUEST is only ever stored after self was set */
+		pthread_kill(v->self, SIG_VCPU_KICK);
+		break;
+	default:
+		break; /* it checks kick_pending before it leaves the VMM */
+	}
+}
+
+void vcpu_post_vector(struct vcpu *v, uint8_t vector)
+{
+	atomic_fetch_or(&v->posted[vector / 64], 1ull << (vector % 64));
+	vcpu_kick(v);
+}
+
+uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
+			  bool deferred, uint64_t expiry)
+{
+	if (deferred)
+		v->stats.timers_fired_deferred++;
+	else
+		v->stats.timers_fired_hard++;
+	return irq_raise(&v->irq, vector, times,
+			 deferred ? IRQ_SRC_DEFERRED : IRQ_SRC_HARD, expiry);
+}
+
+struct kvm_regs *vcpu_regs(struct vcpu *v)
+{
+	if (v->sync_regs)
+		return &v->run->s.regs.regs;
+	if (v->fd >= 0)
+		ioctl(v->fd, KVM_GET_REGS, &v->regs_cache);
+	return &v->regs_cache;
+}
+
+void vcpu_regs_changed(struct vcpu *v)
+{
+	if (v->sync_regs)
+		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	else if (v->fd >= 0)
+		ioctl(v->fd, KVM_SET_REGS, &v->regs_cache);
+}

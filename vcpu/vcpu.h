@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One vCPU: its KVM fd and kvm_run page, its thread, its timer wheel, its
+ * pending interrupts and its idle wait.
+ *
+ * The thread (vcpu_thread) loops: advance the wheel to now and run what is
+ * due (hard and deferred alike), inject, enter the guest, dispatch the exit.
+ * A HLT exit sleeps in idle_sleep() until the next *hard* expiry plus the
+ * slop, or a kick. While the guest runs, a per-thread POSIX timer kicks it
+ * out of KVM_RUN at the earliest expiry of either kind, because a busy vCPU
+ * runs its deferrable timers on time.
+ *
+ * vcpu/ knows nothing of devices: port, MMIO and fatal exits go to the
+ * vcpu_ops the VM installs. Any thread may call vcpu_kick() and
+ * vcpu_post_vector(); everything else belongs to the vCPU's own thread.
+ */
+#ifndef LULL_VCPU_H
+#define LULL_VCPU_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "histogram.h"
+#include "idle.h"
+#include "irq.h"
+#include "wheel.h"
+
+/* The kick signal: blocked everywhere except inside KVM_RUN. */
+#define SIG_VCPU_KICK SIGUSR1
+
+struct vcpu;
+
+struct vcpu_ops {
+	/* Port I/O; data is size * count bytes inside kvm_run. */
+	void (*io)(struct vcpu *v, uint16_t port, bool out, unsigned size,
+		   unsigned count, uint8_t *data);
+	void (*mmio)(struct vcpu *v, uint64_t addr, bool write, unsigned len,
+		     uint8_t *data);
+	/* Called on every return to the VMM before timers run. */
+	void (*resync)(struct vcpu *v, uint64_t now);
+	/* The guest broke (triple fault, internal error...): one line. */
+	void (*fatal)(struct vcpu *v, const char *what);
+};
+
+struct vcpu_stats {
+	uint64_t host_wakeups; /* returns from the idle wait */
+	uint64_t halts;
+	uint64_t exits;
+	uint64_t injections;
+	uint64_t timers_fired_hard;
+	uint64_t timers_fired_deferred;
+	uint64_t kicks_received;
+	struct histogram hard_lateness_ns;
+	struct histogram deferred_delay_ns;
+};
+
+enum vcpu_state { VCPU_IN_VMM, VCPU_IN_GUEST, VCPU_IDLE };
+
+struct vcpu {
+	unsigned index;
+	int fd; /* -1 for a vCPU without KVM (unit tests) */
+	struct kvm_run *run;
+	size_t run_size;
+	bool sync_regs; /* KVM_CAP_SYNC_REGS: regs travel in kvm_run */
+	struct kvm_regs regs_cache; /* used when sync_regs is false */
+
+	const struct vcpu_ops *ops;
+	void *owner; /* the VM; opaque here */
+	const atomic_bool *stop;
+	uint64_t slop_ns;
+
+	struct wheel wheel;
+	struct irq_queue irq;
+	struct idle_wait idle;
+
+	pthread_t thread; /* for join, written by the creator */
+	pthread_t self; /* for kicks, written by the thread before it runs */
+	bool thread_started;
+	timer_t kick_timer;
+	bool kick_timer_made;
+	uint64_t kick_armed_at;
+
+	_Atomic int state;
+	atomic_bool kick_pending;
+	_Atomic uint64_t posted[4]; /* vectors sent by other threads */
+
+	struct vcpu_stats stats;
+};
+
+/* Sets up everything but the thread. kvm_fd/vm_fd < 0 builds a vCPU with
+ * no KVM behind it, for unit tests of the code above it. */
+int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
+	      const struct vcpu_ops *ops, void *owner, const atomic_bool *stop,
+	      uint64_t slop_ns, uint64_t now);
+void vcpu_destroy(struct vcpu *v);
+int vcpu_start(struct vcpu *v);
+void vcpu_join(struct vcpu *v);
+
+void vcpu_kick(struct vcpu *v);
+void vcpu_post_vector(struct vcpu *v, uint8_t vector);
+
+/* From a timer callback on the vCPU's own thread: a timer that expired at
+ * `expiry` raises vector `times` times. Returns raises merged or dropped. */
+uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
+			  bool deferred, uint64_t expiry);
+
+/* General registers at the current exit, and writing them back. */
+struct kvm_regs *vcpu_regs(struct vcpu *v);
+void vcpu_regs_changed(struct vcpu *v);
+
+/* Blocks SIG_VCPU_KICK in the calling thread and installs its handler;
+ * call once in main() before any thread is created. */
+int vcpu_signals_init(void);
+
+#endif

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "boot.h"
+#include "lull_abi.h"
+#include "vm.h"
+
+#define CPUID_1_ECX_X2APIC (1u << 21)
+#define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
+#define CPUID_1_EDX_APIC (1u << 9)
+#define LULL_LEAVES 3
+
+int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
+{
+	for (unsigned nent = 128; nent <= 4096; nent *= 2) {
+		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) +
+				(nent + LULL_LEAVES) * sizeof(c->entries[0]));
+
+		if (!c)
+			return -ENOMEM;
+		c->nent = nent;
+		if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0) {
+			*out = c;
+			return 0;
+		}
+		free(c);
+		if (errno != E2BIG)
+			return -errno;
+	}
+	return -E2BIG;
+}
+
+static void lull_leaf(struct kvm_cpuid_entry2 *e, uint32_t fn, uint32_t a,
+		      uint32_t b, uint32_t c, uint32_t d)
+{
+	memset(e, 0, sizeof(*e));
+	e->function = fn;
+	e->eax = a;
+	e->ebx = b;
+	e->ecx = c;
+	e->edx = d;
+}
+
+static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
+				     unsigned index, const struct vm_config *cfg)
+{
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + (supported->nent + LULL_LEAVES) *
+						sizeof(c->entries[0]));
+	unsigned n = 0;
+
+	if (!c)
+		return NULL;
+	for (unsigned i = 0; i < supported->nent; i++) {
+		struct kvm_cpuid_entry2 e = supported->entries[i];
+
+		/* KVM's own hypervisor leaves describe KVM's PV features, which
+		 * lull does not offer; ours replace them. */
+		if (e.function >= 0x40000000 && e.function <= 0x400000ff)
+			continue;
+		switch (e.function) {
+		case 1:
+			e.ebx = (e.ebx & 0x00ffffff) | (index << 24);
+			e.ecx &= ~(CPUID_1_ECX_X2APIC | CPUID_1_ECX_TSC_DEADLINE);
+			e.edx &= ~CPUID_1_EDX_APIC;
+			break;
+		case 0xb:
+		case 0x1f:
+			e.edx = index;
+			break;
+		}
+		c->entries[n++] = e;
+	}
+	lull_leaf(&c->entries[n++], LULL_CPUID_SIGNATURE, LULL_CPUID_TIMING,
+		  LULL_SIGNATURE_EBX, LULL_SIGNATURE_ECX, LULL_SIGNATURE_EDX);
+	lull_leaf(&c->entries[n++], LULL_CPUID_FEATURES,
+		  LULL_FEAT_PVCLOCK | LULL_FEAT_TIMERS | LULL_FEAT_IPI,
+		  LULL_HCALL_PORT, cfg->nr_slots, cfg->nr_vcpus);
+	lull_leaf(&c->entries[n++], LULL_CPUID_TIMING, LULL_ABI_VERSION,
+		  (uint32_t)LULL_PERIOD_FLOOR_NS, cfg->missed_ticks,
+		  cfg->timer_mode == TIMER_MODE_STRICT ? LULL_MODE_STRICT :
+							 LULL_MODE_DEFERRABLE);
+	c->nent = n;
+	return c;
+}
+
+static void flat_segment(struct kvm_segment *s, uint16_t selector, uint8_t type)
+{
+	*s = (struct kvm_segment){
+		.base = 0,
+		.limit = 0xffffffff,
+		.selector = selector,
+		.type = type,
+		.present = 1,
+		.dpl = 0,
+		.db = 1,
+		.s = 1,
+		.l = 0,
+		.g = 1,
+	};
+}
+
+/* PVH entry: 32-bit protected mode, paging off, flat 4 GiB segments. */
+static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info)
+{
+	struct kvm_sregs sregs;
+	struct kvm_regs regs = {
+		.rip = entry,
+		.rbx = start_info,
+		.rflags = 0x2,
+	};
+
+	if (ioctl(fd, KVM_GET_SREGS, &sregs) < 0)
+		return -errno;
+	flat_segment(&sregs.cs, 0x08, 0xb); /* execute/read, accessed */
+	flat_segment(&sregs.ds, 0x10, 0x3); /* read/write, accessed */
+	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+	sregs.tr = (struct kvm_segment){ .limit = 0x67, .type = 0xb, .present = 1 };
+	sregs.cr0 = 0x11; /* PE | ET */
+	sregs.cr3 = 0;
+	sregs.cr4 = 0;
+	sregs.efer = 0;
+	if (ioctl(fd, KVM_SET_SREGS, &sregs) < 0)
+		return -errno;
+	if (ioctl(fd, KVM_SET_REGS, &regs) < 0)
+		return -errno;
+	return 0;
+}
+
+int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
+		    unsigned index, const struct vm_config *cfg,
+		    uint32_t entry, uint32_t start_info)
+{
+	struct kvm_cpuid2 *c = vcpu_cpuid(supported, index, cfg);
+	int r = 0;
+
+	if (!c)
+		return -ENOMEM;
+	if (ioctl(vcpu_fd, KVM_SET_CPUID2, c) < 0)
+		r = -errno;
+	free(c);
+	return r < 0 ? r : pvh_entry_state(vcpu_fd, entry, start_info);
+}

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "console.h"
+
+int console_open(struct console *c, const char *path, char *err, size_t errlen)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	c->fd = STDOUT_FILENO;
+	if (!path || !strcmp(path, "-"))
+		return 0;
+	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (c->fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot open console file %s: %s", path,
+			 strerror(e));
+		c->fd = -1;
+		return -e;
+	}
+	c->own_fd = true;
+	return 0;
+}
+
+static void flush_locked(struct console *c)
+{
+	size_t off = 0;
+
+	while (off < c->len) {
+		ssize_t n = write(c->fd, c->buf + off, c->len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* a closed stdout must not take the VM down */
+		off += (size_t)n;
+	}
+	c->len = 0;
+}
+
+void console_putc(struct console *c, uint8_t ch)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!c->bytes++)
+		c->first_byte_ns = clock_now_ns();
+	c->buf[c->len++] = (char)ch;
+	if (ch == '\n' || c->len == sizeof(c->buf))
+		flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void console_flush(struct console *c)
+{
+	pthread_mutex_lock(&c->lock);
+	flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void console_close(struct console *c)
+{
+	if (c->fd < 0)
+		return;
+	console_flush(c);
+	if (c->own_fd)
+		close(c->fd);
+	c->fd = -1;
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hypercall.h"
+#include "io.h"
+#include "serial.h"
+#include "vm.h"
+
+static struct vm_cpu *cpu_of(struct vcpu *v)
+{
+	return (struct vm_cpu *)v; /* vcpu is the first member of vm_cpu */
+}
+
+static void log_unclaimed_port(struct vm *vm, struct vcpu *v, uint16_t port,
+			       bool out, unsigned size)
+{
+	uint64_t bit = 1ull << (port % 64);
+
+	atomic_fetch_add_explicit(&vm->unclaimed_io, 1, memory_order_relaxed);
+	if (atomic_fetch_or(&vm->port_logged[port / 64], bit) & bit)
+		return;
+	fprintf(stderr,
+		"lull: vcpu %u: unclaimed port 0x%x %s (size %u): %s; further accesses are only counted\n",
+		v->index, port, out ? "write" : "read", size,
+		out ? "dropped" : "reads all ones");
+}
+
+static void debug_exit(struct vm *vm, unsigned size, const uint8_t *data)
+{
+	uint32_t value = 0;
+	char reason[64];
+
+	memcpy(&value, data, size > 4 ? 4 : size);
+	snprintf(reason, sizeof(reason), "guest wrote %u to the debug-exit port",
+		 value);
+	vm_request_stop(vm, (int)(value & 0xff), reason);
+}
+
+static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
+		    unsigned count, uint8_t *data)
+{
+	struct vm *vm = vcpu_vm(v);
+
+	for (unsigned i = 0; i < count; i++, data += size) {
+		if (port >= LULL_COM1_PORT &&
+		    port < LULL_COM1_PORT + SERIAL_PORTS && size == 1) {
+			serial_io(vm, port - LULL_COM1_PORT, out, data);
+		} else if (port == LULL_DEBUGCON_PORT) {
+			if (out)
+				console_putc(&vm->console, data[0]);
+			else
+				memset(data, 0xe9, size); /* QEMU's "present" */
+		} else if (port == LULL_DEBUG_EXIT_PORT && out) {
+			debug_exit(vm, size, data);
+		} else if (port == LULL_HCALL_PORT && out && count == 1) {
+			hypercall_exit(vm, cpu_of(v));
+		} else {
+			log_unclaimed_port(vm, v, port, out, size);
+			if (!out)
+				memset(data, 0xff, size);
+		}
+	}
+}
+
+static void mmio(struct vcpu *v, uint64_t addr, bool write, unsigned len,
+		 uint8_t *data)
+{
+	struct vm *vm = vcpu_vm(v);
+	bool first = true;
+
+	atomic_fetch_add_explicit(&vm->unclaimed_mmio, 1, memory_order_relaxed);
+	if (!write)
+		memset(data, 0xff, len > 8 ? 8 : len);
+
+	/* A fixed table: a guest sweeping addresses cannot grow our memory. */
+	pthread_mutex_lock(&vm->mmio_log_lock);
+	for (unsigned i = 0; i < vm->nr_mmio_logged && first; i++)
+		first = vm->mmio_logged[i] != addr;
+	if (first && vm->nr_mmio_logged < UNCLAIMED_MMIO_LOGGED)
+		vm->mmio_logged[vm->nr_mmio_logged++] = addr;
+	else
+		first = false;
+	pthread_mutex_unlock(&vm->mmio_log_lock);
+	if (first)
+		fprintf(stderr,
+			"lull: vcpu %u: unclaimed MMIO %s at 0x%" PRIx64
+			" (len %u): %s; further accesses are only counted\n",
+			v->index, write ? "write" : "read", addr, len,
+			write ? "dropped" : "reads all ones");
+}
+
+static void resync(struct vcpu *v, uint64_t now)
+{
+	pvtimer_resync(&cpu_of(v)->pv, now);
+}
+
+static void fatal(struct vcpu *v, const char *what)
+{
+	char reason[200];
+
+	snprintf(reason, sizeof(reason), "vcpu %u: %s", v->index, what);
+	vm_request_stop(vcpu_vm(v), LULL_EXIT_GUEST_CRASH, reason);
+}
+
+const struct vcpu_ops vm_vcpu_ops = {
+	.io = port_io,
+	.mmio = mmio,
+	.resync = resync,
+	.fatal = fatal,
+};

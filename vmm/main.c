@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/* lull: the command line. Turns options into a vm_config and errors into
+ * one sentence and an exit status (exit_status.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "stats.h"
+#include "vm.h"
+
+#define LULL_VERSION "0.1.0"
+
+static const char usage_text[] =
+	"usage: lull run [options] GUEST.elf\n"
+	"       lull --help | --version\n"
+	"\n"
+	"Boots a PVH guest ELF under KVM. lull's exit status is the value the guest\n"
+	"writes to the debug-exit port 0xf4 (v & 0xff).\n"
+	"\n"
+	"options for run:\n"
+	"  -c, --vcpus N              vCPUs (default 1; at most what KVM allows)\n"
+	"  -m, --mem SIZE             guest RAM, with K/M/G suffix (default 16M)\n"
+	"      --cmdline STRING       PVH command line for the guest (default empty)\n"
+	"      --timer-mode MODE      deferrable (default): deferrable guest timers never\n"
+	"                             wake the host while their vCPU is halted;\n"
+	"                             strict: every timer is hard, the classic baseline\n"
+	"      --missed-ticks POLICY  late periodic ticks: one (default: collapse into\n"
+	"                             one), all (deliver each), none (drop them)\n"
+	"      --slop NS              timer coalescing window in ns (default 50000)\n"
+	"      --timer-slots N        timer slots per vCPU, 2..128 (default 64)\n"
+	"      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
+	"      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
+	"      --stats FILE           write run statistics as JSON to FILE ('-': stdout)\n"
+	"  -h, --help                 this text\n"
+	"  -V, --version              lull's version\n"
+	"\n"
+	"exit status: the guest's debug-exit value; 64 bad usage; 65 bad guest image;\n"
+	"69 /dev/kvm missing or not permitted; 71 host refused a resource; 124 timeout;\n"
+	"125 guest crashed (triple fault, KVM internal error, failed entry);\n"
+	"130/143 stopped by SIGINT/SIGTERM.\n";
+
+enum {
+	OPT_CMDLINE = 256,
+	OPT_TIMER_MODE,
+	OPT_MISSED,
+	OPT_SLOP,
+	OPT_SLOTS,
+	OPT_TIMEOUT,
+	OPT_CONSOLE,
+	OPT_STATS,
+};
+
+static const struct option long_options[] = {
+	{ "vcpus", required_argument, NULL, 'c' },
+	{ "mem", required_argument, NULL, 'm' },
+	{ "cmdline", required_argument, NULL, OPT_CMDLINE },
+	{ "timer-mode", required_argument, NULL, OPT_TIMER_MODE },
+	{ "missed-ticks", required_argument, NULL, OPT_MISSED },
+	{ "slop", required_argument, NULL, OPT_SLOP },
+	{ "timer-slots", required_argument, NULL, OPT_SLOTS },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "console", required_argument, NULL, OPT_CONSOLE },
+	{ "stats", required_argument, NULL, OPT_STATS },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ 0 },
+};
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("lull: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\n(see 'lull --help')\n", stderr);
+	return LULL_EXIT_USAGE;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* "16M", "512K", "1G", "4096": binary units. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (*end == 'i' || *end == 'B' || *end == 'b')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
+static int parse_run(int argc, char **argv, struct vm_config *cfg)
+{
+	uint64_t n;
+	int opt;
+
+	*cfg = (struct vm_config){
+		.mem_size = 16ull << 20,
+		.nr_vcpus = 1,
+		.timer_mode = TIMER_MODE_DEFERRABLE,
+		.missed_ticks = LULL_MISSED_ONE,
+		.slop_ns = 50000,
+		.nr_slots = LULL_DEFAULT_SLOTS,
+	};
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+c:m:hV", long_options, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			if (!parse_u64(optarg, &n) || n < 1 || n > 4096)
+				return usage_error("--vcpus '%s': give a whole number from 1 up", optarg);
+			cfg->nr_vcpus = (unsigned)n;
+			break;
+		case 'm':
+			if (!parse_size(optarg, &n))
+				return usage_error("--mem '%s' is not a size (use e.g. 16M, 512K, 1G)", optarg);
+			if (n < (1ull << 20) || n % 4096)
+				return usage_error("--mem %s: guest RAM must be at least 1M and a multiple of 4K", optarg);
+			cfg->mem_size = n;
+			break;
+		case OPT_CMDLINE:
+			if (strlen(optarg) >= LULL_CMDLINE_MAX)
+				return usage_error("--cmdline is %zu bytes; the limit is %d", strlen(optarg), LULL_CMDLINE_MAX - 1);
+			cfg->cmdline = optarg;
+			break;
+		case OPT_TIMER_MODE:
+			if (!strcmp(optarg, "deferrable"))
+				cfg->timer_mode = TIMER_MODE_DEFERRABLE;
+			else if (!strcmp(optarg, "strict"))
+				cfg->timer_mode = TIMER_MODE_STRICT;
+			else
+				return usage_error("--timer-mode '%s': choose deferrable or strict", optarg);
+			break;
+		case OPT_MISSED:
+			if (!strcmp(optarg, "one"))
+				cfg->missed_ticks = LULL_MISSED_ONE;
+			else if (!strcmp(optarg, "all"))
+				cfg->missed_ticks = LULL_MISSED_ALL;
+			else if (!strcmp(optarg, "none"))
+				cfg->missed_ticks = LULL_MISSED_NONE;
+			else
+				return usage_error("--missed-ticks '%s': choose one, all or none", optarg);
+			break;
+		case OPT_SLOP:
+			if (!parse_u64(optarg, &n) || n > 1000000000ull)
+				return usage_error("--slop '%s': give nanoseconds from 0 to 1000000000", optarg);
+			cfg->slop_ns = n;
+			break;
+		case OPT_SLOTS:
+			if (!parse_u64(optarg, &n) || n < 2 || n > LULL_MAX_SLOTS)
+				return usage_error("--timer-slots '%s': give a number from 2 to %d", optarg, LULL_MAX_SLOTS);
+			cfg->nr_slots = (unsigned)n;
+			break;
+		case OPT_TIMEOUT: {
+			char *end;
+			double s;
+
+			errno = 0;
+			s = strtod(optarg, &end);
+			if (errno || *end || end == optarg || !(s > 0) || s > 1e9)
+				return usage_error("--timeout '%s': give a positive number of seconds", optarg);
+			cfg->timeout_s = s;
+			break;
+		}
+		case OPT_CONSOLE:
+			cfg->console_path = optarg;
+			break;
+		case OPT_STATS:
+			cfg->stats_path = optarg;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		case 'V':
+			puts("lull " LULL_VERSION);
+			exit(0);
+		default:
+			return usage_error("unknown or incomplete option");
+		}
+	}
+	if (optind >= argc)
+		return usage_error("run: no guest ELF given");
+	if (optind + 1 < argc)
+		return usage_error("run: one guest ELF only ('%s' is extra)", argv[optind + 1]);
+	cfg->guest_path = argv[optind];
+	return 0;
+}
+
+static void report_stop(const struct vm *vm, int status)
+{
+	if (status == LULL_EXIT_GUEST_CRASH && vm->stop_reason[0] &&
+	    strncmp(vm->stop_reason, "guest wrote", 11))
+		fprintf(stderr, "lull: guest crashed: %s\n", vm->stop_reason);
+	else if ((status == LULL_EXIT_TIMEOUT || status > LULL_EXIT_SIGNAL_BASE ||
+		  status == LULL_EXIT_HOST) &&
+		 strncmp(vm->stop_reason, "guest wrote", 11))
+		fprintf(stderr, "lull: %s\n", vm->stop_reason);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t process_start = clock_now_ns();
+	struct vm_config cfg;
+	struct vm vm;
+	int r, status;
+
+	if (argc < 2)
+		return usage_error("no command given");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		puts("lull " LULL_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "run"))
+		return usage_error("unknown command '%s' (the command is 'run')", argv[1]);
+	r = parse_run(argc - 1, argv + 1, &cfg);
+	if (r)
+		return r;
+	r = vcpu_signals_init();
+	if (r < 0) {
+		fprintf(stderr, "lull: cannot set up the vCPU kick signal: %s\n", strerror(-r));
+		return LULL_EXIT_HOST;
+	}
+	r = vm_create(&vm, &cfg);
+	if (r < 0) {
+		fprintf(stderr, "lull: %s\n", vm.error);
+		vm_destroy(&vm);
+		return -r;
+	}
+	status = vm_run(&vm);
+	report_stop(&vm, status);
+	if (cfg.stats_path) {
+		r = stats_write(&vm, cfg.stats_path, process_start);
+		if (r < 0)
+			fprintf(stderr, "lull: cannot write --stats to %s: %s\n",
+				cfg.stats_path, strerror(-r));
+	}
+	vm_destroy(&vm);
+	return status;
+}

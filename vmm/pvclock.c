@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <linux/kvm.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <x86intrin.h>
+
+#include "clock.h"
+#include "pvclock.h"
+
+#define MSR_IA32_TSC 0x10
+
+void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift)
+{
+	int s = 0;
+	unsigned __int128 m;
+
+	/* Pick the shift that puts mul in [2^31, 2^32): most bits of precision. */
+	for (;;) {
+		if (s >= 0)
+			m = ((unsigned __int128)1000000000ull << 32) >> s;
+		else
+			m = ((unsigned __int128)1000000000ull << 32) << -s;
+		m /= tsc_hz;
+		if (m >= (1ull << 32))
+			s++;
+		else if (m < (1ull << 31) && s > -31)
+			s--;
+		else
+			break;
+	}
+	*mul = (uint32_t)m;
+	*shift = (int8_t)s;
+}
+
+uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift)
+{
+	if (shift >= 0)
+		tsc_delta <<= shift;
+	else
+		tsc_delta >>= -shift;
+	return (uint64_t)(((unsigned __int128)tsc_delta * mul) >> 32);
+}
+
+/*
+ * The guest TSC is the host TSC plus a per-vCPU offset (no TSC scaling on
+ * this host: KVM_CAP_TSC_CONTROL is 0). KVM reports the offset directly
+ * where it supports KVM_VCPU_TSC_OFFSET; otherwise we read the guest's
+ * IA32_TSC between two host reads and take the midpoint.
+ */
+static int measure_offset(int vcpu_fd, int64_t *offset)
+{
+	struct kvm_device_attr attr = {
+		.group = KVM_VCPU_TSC_CTRL,
+		.attr = KVM_VCPU_TSC_OFFSET,
+		.addr = (uint64_t)(uintptr_t)offset,
+	};
+	struct {
+		struct kvm_msrs head;
+		struct kvm_msr_entry entry;
+	} msrs = { .head.nmsrs = 1, .entry.index = MSR_IA32_TSC };
+	uint64_t before, after;
+
+	if (ioctl(vcpu_fd, KVM_GET_DEVICE_ATTR, &attr) == 0)
+		return 0;
+	before = __rdtsc();
+	if (ioctl(vcpu_fd, KVM_GET_MSRS, &msrs) != 1)
+		return -EIO;
+	after = __rdtsc();
+	*offset = (int64_t)(msrs.entry.data - (before + (after - before) / 2));
+	return 0;
+}
+
+int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz)
+{
+	int r;
+
+	if (!tsc_khz)
+		return -ENODEV;
+	r = measure_offset(vcpu_fd, &src->tsc_offset);
+	if (r < 0)
+		return r;
+	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
+	src->ready = true;
+	return 0;
+}
+
+void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
+{
+	uint64_t t0, t1, now;
+	uint32_t version = rec->version;
+
+	/* Host TSC read on both sides of the clock read: use the midpoint. */
+	t0 = __rdtsc();
+	now = clock_now_ns();
+	t1 = __rdtsc();
+
+	rec->version = version | 1;
+	atomic_thread_fence(memory_order_release);
+	rec->tsc_timestamp = t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
+	rec->system_time = now;
+	rec->tsc_to_system_mul = src->mul;
+	rec->tsc_shift = src->shift;
+	rec->flags = LULL_PVCLOCK_TSC_STABLE;
+	atomic_thread_fence(memory_order_release);
+	rec->version = (version | 1) + 1;
+	src->last_sync_ns = now;
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+#include <stddef.h>
+#include <string.h>
+
+#include "clock.h"
+#include "pvtimer.h"
+#include "vcpu.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+static void count(struct pvtimer_slot *s, uint64_t delivered, uint64_t merged)
+{
+	struct lull_shared_page *page = s->pv->shared;
+
+	if (!page)
+		return;
+	page->slot[s->index].delivered += delivered;
+	page->slot[s->index].merged += merged;
+}
+
+/*
+ * A periodic slot that is `behind` whole periods late (its vCPU slept through
+ * them with the tick deferred, or was slow to come back) follows the
+ * missed-ticks policy:
+ *   one  - deliver one tick now, merge the rest (Xen one_missed_tick_pending)
+ *   all  - deliver every tick, one per interrupt window (Xen
+ *          no_delay_for_missed_ticks)
+ *   none - deliver nothing for a late tick; the next boundary ticks as
+ *          usual (Xen no_missed_ticks_pending)
+ * The next expiry stays on the slot's original phase in every mode.
+ */
+static void slot_expired(struct wheel_timer *t, uint64_t now)
+{
+	struct pvtimer_slot *s = container_of(t, struct pvtimer_slot, timer);
+	struct pvtimer *pv = s->pv;
+	uint64_t expiry = wheel_timer_expires(t);
+	uint64_t deliver = 1, merged = 0;
+
+	if (s->period) {
+		uint64_t behind = now > expiry ? (now - expiry) / s->period : 0;
+		uint64_t next;
+
+		switch (pv->missed_policy) {
+		case LULL_MISSED_ALL:
+			deliver = behind + 1;
+			if (deliver > IRQ_MAX_OWED) {
+				merged = deliver - IRQ_MAX_OWED;
+				deliver = IRQ_MAX_OWED;
+			}
+			break;
+		case LULL_MISSED_NONE:
+			if (behind) {
+				deliver = 0;
+				merged = behind + 1;
+			}
+			break;
+		default:
+			merged = behind;
+			break;
+		}
+		if (__builtin_mul_overflow(behind + 1, s->period, &next))
+			next = UINT64_MAX;
+		wheel_add(&pv->vcpu->wheel, t, sat_add(expiry, next),
+			  s->tolerance);
+	}
+	merged += vcpu_raise_timer(pv->vcpu, s->vector, (uint32_t)deliver,
+				   s->deferred, expiry);
+	count(s, deliver > merged ? deliver - merged : 0, merged);
+}
+
+void pvtimer_init(struct pvtimer *pv, struct vcpu *v, unsigned nr_slots,
+		  bool strict, unsigned missed_policy)
+{
+	memset(pv, 0, sizeof(*pv));
+	pv->vcpu = v;
+	pv->nr_slots = nr_slots;
+	pv->strict = strict;
+	pv->missed_policy = missed_policy;
+	for (unsigned i = 0; i < LULL_MAX_SLOTS; i++) {
+		pv->slot[i].pv = pv;
+		pv->slot[i].index = (uint16_t)i;
+		wheel_timer_init(&pv->slot[i].timer, slot_expired, 0);
+	}
+}
+
+void pvtimer_set(struct pvtimer *pv, unsigned slot, uint64_t deadline,
+		 uint8_t vector, unsigned flags, uint64_t period,
+		 uint64_t tolerance)
+{
+	struct pvtimer_slot *s = &pv->slot[slot];
+	bool deferred = (flags & LULL_TIMER_DEFERRABLE) && !pv->strict;
+
+	wheel_del(&pv->vcpu->wheel, &s->timer);
+	wheel_timer_set_flags(&s->timer, deferred ? WHEEL_DEFERRABLE : 0);
+	s->deferred = deferred;
+	s->vector = vector;
+	s->period = (flags & LULL_TIMER_PERIODIC) ? period : 0;
+	/* Strict mode is the classic VMM: no slack, no deferral, no bound. */
+	s->tolerance = pv->strict ? 0 : tolerance;
+	wheel_add(&pv->vcpu->wheel, &s->timer, deadline, s->tolerance);
+}
+
+int pvtimer_stop(struct pvtimer *pv, unsigned slot)
+{
+	return wheel_del(&pv->vcpu->wheel, &pv->slot[slot].timer);
+}
+
+void pvtimer_set_shared(struct pvtimer *pv, struct lull_shared_page *page)
+{
+	memset(page, 0, sizeof(*page));
+	page->vcpu_id = pv->vcpu->index;
+	page->nr_slots = pv->nr_slots;
+	pv->shared = page;
+	if (pv->clock.ready)
+		pvclock_write(&pv->clock, &page->clock);
+}
+
+void pvtimer_resync(struct pvtimer *pv, uint64_t now)
+{
+	if (pv->shared && pv->clock.ready &&
+	    now - pv->clock.last_sync_ns >= PVCLOCK_RESYNC_NS)
+		pvclock_write(&pv->clock, &pv->shared->clock);
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stats.h"
+#include "vm.h"
+
+static const char *const hc_error_names[HC_ERR_KINDS] = {
+	[HC_ERR_OP] = "op",	       [HC_ERR_SLOT] = "slot",
+	[HC_ERR_VECTOR] = "vector",    [HC_ERR_FLAGS] = "flags",
+	[HC_ERR_PERIOD] = "period",    [HC_ERR_POINTER] = "pointer",
+	[HC_ERR_TARGET] = "target",
+};
+
+static const char *const missed_names[] = { "one", "all", "none" };
+
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	/* The scheduler's runtime: exact, unlike /proc/stat on this host. */
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t status_kib(const char *field)
+{
+	char line[256];
+	size_t len = strlen(field);
+	uint64_t kib = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, len) && line[len] == ':') {
+			sscanf(line + len + 1, "%lu", &kib);
+			break;
+		}
+	fclose(f);
+	return kib;
+}
+
+/* Guest pages the host actually backs (touched by the guest or the loader). */
+static uint64_t guest_resident_kib(struct vm *vm)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t pages = (vm->ram_size + (uint64_t)page - 1) / (uint64_t)page;
+	unsigned char vec[4096];
+	uint64_t resident = 0;
+
+	for (uint64_t off = 0; off < pages; off += sizeof(vec)) {
+		uint64_t n = pages - off < sizeof(vec) ? pages - off : sizeof(vec);
+
+		if (mincore(vm->ram + off * (uint64_t)page, n * (uint64_t)page,
+			    vec) < 0)
+			return 0;
+		for (uint64_t i = 0; i < n; i++)
+			resident += vec[i] & 1;
+	}
+	return resident * (uint64_t)page / 1024;
+}
+
+static void hist_json(FILE *f, const char *name, const struct histogram *h)
+{
+	fprintf(f,
+		"\"%s\": {\"count\": %lu, \"p50\": %lu, \"p99\": %lu, \"max\": %lu}",
+		name, h->count, hist_quantile(h, 0.50), hist_quantile(h, 0.99),
+		h->max);
+}
+
+static void vcpu_json(FILE *f, const struct vcpu *v)
+{
+	const struct vcpu_stats *s = &v->stats;
+
+	fprintf(f,
+		"    {\"index\": %u, \"host_wakeups\": %lu, \"halts\": %lu, "
+		"\"exits\": %lu, \"injections\": %lu, "
+		"\"timers_fired_hard\": %lu, \"timers_fired_deferred\": %lu, "
+		"\"kicks\": %lu, ",
+		v->index, s->host_wakeups, s->halts, s->exits, s->injections,
+		s->timers_fired_hard, s->timers_fired_deferred,
+		s->kicks_received);
+	hist_json(f, "hard_lateness_ns", &s->hard_lateness_ns);
+	fputs(", ", f);
+	hist_json(f, "deferred_delay_ns", &s->deferred_delay_ns);
+	fputs("}", f);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+int stats_write(struct vm *vm, const char *path, uint64_t process_start_ns)
+{
+	bool to_stdout = !strcmp(path, "-");
+	FILE *f = to_stdout ? stdout : fopen(path, "w");
+	uint64_t rss = status_kib("VmRSS"), guest = guest_resident_kib(vm);
+	uint64_t first = vm->console.first_byte_ns;
+
+	if (!f)
+		return -errno;
+	fputs("{\n  \"guest\": ", f);
+	json_string(f, vm->cfg.guest_path);
+	fprintf(f, ",\n  \"exit_status\": %d,\n  \"stop_reason\": ",
+		vm->exit_status);
+	json_string(f, vm->stop_reason);
+	fprintf(f,
+		",\n  \"timer_mode\": \"%s\",\n  \"missed_ticks\": \"%s\","
+		"\n  \"slop_ns\": %lu,\n  \"mem_bytes\": %lu,\n  \"nr_vcpus\": %u,\n",
+		vm->cfg.timer_mode == TIMER_MODE_STRICT ? "strict" : "deferrable",
+		missed_names[vm->cfg.missed_ticks % 3], vm->cfg.slop_ns,
+		vm->cfg.mem_size, vm->cfg.nr_vcpus);
+	fprintf(f,
+		"  \"wall_ns\": %lu,\n  \"host_cpu_ns\": %lu,\n"
+		"  \"first_byte_ns\": %lu,\n  \"rss_kib\": %lu,\n"
+		"  \"guest_resident_kib\": %lu,\n  \"vmm_rss_kib\": %lu,\n",
+		vm->end_ns - vm->start_ns, process_cpu_ns(),
+		first ? first - process_start_ns : 0, rss, guest,
+		rss > guest ? rss - guest : 0);
+	fprintf(f, "  \"hypercalls\": %lu,\n  \"hypercall_errors\": {",
+		(uint64_t)atomic_load(&vm->hc_calls));
+	for (int k = 0; k < HC_ERR_KINDS; k++)
+		fprintf(f, "%s\"%s\": %lu", k ? ", " : "", hc_error_names[k],
+			(uint64_t)atomic_load(&vm->hc_errors[k]));
+	fprintf(f, "},\n  \"unclaimed_io\": %lu,\n  \"unclaimed_mmio\": %lu,\n",
+		(uint64_t)atomic_load(&vm->unclaimed_io),
+		(uint64_t)atomic_load(&vm->unclaimed_mmio));
+	fputs("  \"vcpus\": [\n", f);
+	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
+		vcpu_json(f, &vm->cpus[i].vcpu);
+		fputs(i + 1 < vm->nr_cpus_made ? ",\n" : "\n", f);
+	}
+	fputs("  ]\n}\n", f);
+	if (to_stdout)
+		return fflush(f) ? -errno : 0;
+	return fclose(f) ? -errno : 0;
+}

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: MIT
+/* VM lifecycle: KVM setup, guest RAM, boot, the wait for a stop, teardown. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "boot.h"
+#include "clock.h"
+#include "io.h"
+#include "pvh.h"
+#include "vm.h"
+
+#define vm_err(vm, ...) snprintf((vm)->error, sizeof((vm)->error), __VA_ARGS__)
+
+static int open_kvm(struct vm *vm)
+{
+	int api;
+
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0) {
+		int e = errno;
+
+		if (e == ENOENT)
+			vm_err(vm, "/dev/kvm does not exist: this host has no KVM (load kvm_intel or kvm_amd, or enable nested virtualization)");
+		else if (e == EACCES || e == EPERM)
+			vm_err(vm, "no permission to open /dev/kvm: run as root or join the group that owns it (usually 'kvm')");
+		else
+			vm_err(vm, "cannot open /dev/kvm: %s", strerror(e));
+		return -e;
+	}
+	api = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (api != KVM_API_VERSION) {
+		vm_err(vm, "/dev/kvm speaks KVM API %d, lull needs %d", api,
+		       KVM_API_VERSION);
+		return -ENOTSUP;
+	}
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		int e = errno;
+
+		vm_err(vm, "KVM refused to create a VM: %s", strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int setup_ram(struct vm *vm)
+{
+	struct kvm_userspace_memory_region region;
+
+	/* NORESERVE: untouched guest pages cost the host nothing. */
+	vm->ram = mmap(NULL, vm->cfg.mem_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (vm->ram == MAP_FAILED) {
+		int e = errno;
+
+		vm->ram = NULL;
+		vm_err(vm, "the host refused %" PRIu64 " MiB of guest memory: %s",
+		       vm->cfg.mem_size >> 20, strerror(e));
+		return -e;
+	}
+	vm->ram_size = vm->cfg.mem_size;
+	region = (struct kvm_userspace_memory_region){
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = vm->ram_size,
+		.userspace_addr = (uint64_t)(uintptr_t)vm->ram,
+	};
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
+		int e = errno;
+
+		vm_err(vm, "KVM refused %" PRIu64 " MiB of guest memory: %s",
+		       vm->cfg.mem_size >> 20, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int load_guest(struct vm *vm, uint32_t *entry, uint32_t *start_info)
+{
+	char err[200] = "";
+	struct pvh_image img;
+	void *file;
+	size_t size;
+	int64_t si;
+	int r;
+
+	r = pvh_read_file(vm->cfg.guest_path, &file, &size, err, sizeof(err));
+	if (r < 0)
+		goto fail;
+	r = pvh_load_elf(file, size, vm->ram, vm->ram_size, &img, err,
+			 sizeof(err));
+	free(file);
+	if (r < 0)
+		goto fail;
+	si = pvh_write_start_info(vm->ram, vm->ram_size, vm->cfg.cmdline, err,
+				  sizeof(err));
+	if (si < 0) {
+		r = (int)si;
+		goto fail;
+	}
+	*entry = img.entry;
+	*start_info = (uint32_t)si;
+	return 0;
+fail:
+	vm_err(vm, "%s: %s", vm->cfg.guest_path, err);
+	return r;
+}
+
+static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
+{
+	struct kvm_cpuid2 *cpuid;
+	int r;
+
+	vm->cpus = calloc(vm->cfg.nr_vcpus, sizeof(*vm->cpus));
+	if (!vm->cpus) {
+		vm_err(vm, "out of memory for %u vCPUs", vm->cfg.nr_vcpus);
+		return -ENOMEM;
+	}
+	r = boot_supported_cpuid(vm->kvm_fd, &cpuid);
+	if (r < 0) {
+		vm_err(vm, "KVM_GET_SUPPORTED_CPUID failed: %s", strerror(-r));
+		return r;
+	}
+	for (unsigned i = 0; i < vm->cfg.nr_vcpus; i++) {
+		struct vm_cpu *cpu = &vm->cpus[i];
+		struct vcpu *v = &cpu->vcpu;
+
+		r = vcpu_init(v, i, vm->kvm_fd, vm->vm_fd, &vm_vcpu_ops, vm,
+			      &vm->stop, vm->cfg.slop_ns, clock_now_ns());
+		vm->nr_cpus_made = i + 1;
+		if (r < 0) {
+			vm_err(vm, "cannot create vCPU %u: %s", i, strerror(-r));
+			break;
+		}
+		pvtimer_init(&cpu->pv, v, vm->cfg.nr_slots,
+			     vm->cfg.timer_mode == TIMER_MODE_STRICT,
+			     vm->cfg.missed_ticks);
+		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, entry, start_info);
+		if (r < 0) {
+			vm_err(vm, "cannot put vCPU %u in the PVH entry state: %s",
+			       i, strerror(-r));
+			break;
+		}
+		if (!vm->tsc_khz) {
+			int khz = ioctl(v->fd, KVM_GET_TSC_KHZ, 0);
+
+			vm->tsc_khz = khz > 0 ? (uint32_t)khz : 0;
+		}
+		r = pvclock_init(&cpu->pv.clock, v->fd, vm->tsc_khz);
+		if (r < 0) {
+			vm_err(vm, "cannot read vCPU %u's TSC for its pvclock: %s",
+			       i, strerror(-r));
+			break;
+		}
+	}
+	free(cpuid);
+	return r < 0 ? r : 0;
+}
+
+int vm_create(struct vm *vm, const struct vm_config *cfg)
+{
+	uint32_t entry = 0, start_info = 0;
+	char err[200];
+	int r;
+
+	memset(vm, 0, sizeof(*vm));
+	vm->cfg = *cfg;
+	vm->kvm_fd = vm->vm_fd = vm->wake_fd = -1;
+	atomic_init(&vm->stop, false);
+	atomic_init(&vm->stopped_once, false);
+	pthread_mutex_init(&vm->serial_lock, NULL);
+	pthread_mutex_init(&vm->mmio_log_lock, NULL);
+	vm->start_ns = clock_now_ns();
+	vm->console.fd = -1;
+
+	r = console_open(&vm->console, cfg->console_path, err, sizeof(err));
+	if (r < 0) {
+		vm_err(vm, "%s", err);
+		return -LULL_EXIT_USAGE;
+	}
+	vm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->wake_fd < 0) {
+		vm_err(vm, "eventfd: %s", strerror(errno));
+		return -LULL_EXIT_HOST;
+	}
+	if (open_kvm(vm) < 0)
+		return -LULL_EXIT_NO_KVM;
+	r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+	if (r <= 0)
+		r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
+	if (r > 0 && cfg->nr_vcpus > (unsigned)r) {
+		vm_err(vm, "--vcpus %u: KVM on this host allows at most %d vCPUs per VM",
+		       cfg->nr_vcpus, r);
+		return -LULL_EXIT_USAGE;
+	}
+	if (setup_ram(vm) < 0)
+		return -LULL_EXIT_HOST;
+	if (load_guest(vm, &entry, &start_info) < 0)
+		return -LULL_EXIT_BAD_GUEST;
+	if (create_vcpus(vm, entry, start_info) < 0)
+		return -LULL_EXIT_HOST;
+	return 0;
+}
+
+void vm_request_stop(struct vm *vm, int status, const char *reason)
+{
+	bool first = false;
+	uint64_t one = 1;
+
+	if (!atomic_compare_exchange_strong(&vm->stopped_once, &first, true))
+		return;
+	vm->exit_status = status;
+	snprintf(vm->stop_reason, sizeof(vm->stop_reason), "%s", reason);
+	atomic_store_explicit(&vm->stop, true, memory_order_release);
+	for (unsigned i = 0; i < vm->nr_cpus_made; i++)
+		vcpu_kick(&vm->cpus[i].vcpu);
+	if (write(vm->wake_fd, &one, sizeof(one)) < 0) {
+		/* already signalled */
+	}
+}
+
+static int open_signalfd(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* Waits for the first reason to stop: a vCPU, a signal or the timeout. */
+static void wait_for_stop(struct vm *vm, int sig_fd)
+{
+	uint64_t deadline = UINT64_MAX;
+
+	if (vm->cfg.timeout_s > 0)
+		deadline = vm->start_ns +
+			   (uint64_t)(vm->cfg.timeout_s * 1e9);
+	while (!atomic_load(&vm->stop)) {
+		struct pollfd pfd[2] = {
+			{ .fd = vm->wake_fd, .events = POLLIN },
+			{ .fd = sig_fd, .events = POLLIN },
+		};
+		uint64_t now = clock_now_ns();
+		int ms = -1;
+
+		if (deadline != UINT64_MAX) {
+			if (now >= deadline) {
+				char reason[80];
+
+				snprintf(reason, sizeof(reason),
+					 "--timeout of %g s expired", vm->cfg.timeout_s);
+				vm_request_stop(vm, LULL_EXIT_TIMEOUT, reason);
+				break;
+			}
+			ms = (int)((deadline - now + 999999) / 1000000);
+		}
+		if (poll(pfd, sig_fd >= 0 ? 2 : 1, ms) < 0 && errno != EINTR)
+			break;
+		if (sig_fd >= 0 && (pfd[1].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
+				char reason[64];
+
+				snprintf(reason, sizeof(reason), "stopped by SIG%s",
+					 sigabbrev_np((int)si.ssi_signo));
+				vm_request_stop(vm,
+						LULL_EXIT_SIGNAL_BASE +
+							(int)si.ssi_signo,
+						reason);
+			}
+		}
+	}
+}
+
+int vm_run(struct vm *vm)
+{
+	int sig_fd = open_signalfd();
+
+	for (unsigned i = 0; i < vm->cfg.nr_vcpus; i++) {
+		int r = vcpu_start(&vm->cpus[i].vcpu);
+
+		if (r < 0) {
+			char reason[96];
+
+			snprintf(reason, sizeof(reason),
+				 "cannot start the thread of vCPU %u: %s", i,
+				 strerror(-r));
+			vm_request_stop(vm, LULL_EXIT_HOST, reason);
+			break;
+		}
+	}
+	wait_for_stop(vm, sig_fd);
+	for (unsigned i = 0; i < vm->nr_cpus_made; i++)
+		vcpu_join(&vm->cpus[i].vcpu);
+	vm->end_ns = clock_now_ns();
+	console_flush(&vm->console);
+	if (sig_fd >= 0)
+		close(sig_fd);
+	return vm->exit_status;
+}
+
+void vm_destroy(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_cpus_made; i++)
+		vcpu_destroy(&vm->cpus[i].vcpu);
+	free(vm->cpus);
+	vm->cpus = NULL;
+	if (vm->ram)
+		munmap(vm->ram, vm->ram_size);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	if (vm->wake_fd >= 0)
+		close(vm->wake_fd);
+	console_close(&vm->console);
+}
+
+void *vm_gpa_to_hva(struct vm *vm, uint64_t gpa, uint64_t len)
+{
+	if (gpa >= vm->ram_size || len > vm->ram_size - gpa)
+		return NULL;
+	return vm->ram + gpa;
+}
+
+void vm_hc_error(struct vm *vm, struct vcpu *v, enum hc_error kind,
+		 const char *detail)
+{
+	bool logged = false;
+
+	atomic_fetch_add_explicit(&vm->hc_errors[kind], 1, memory_order_relaxed);
+	if (atomic_compare_exchange_strong(&vm->hc_error_logged[kind], &logged,
+					   true))
+		fprintf(stderr,
+			"lull: vcpu %u: bad hypercall argument: %s (further ones of this kind are only counted)\n",
+			v->index, detail);
+}

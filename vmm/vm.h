@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The virtual machine: guest RAM, vCPUs, devices and the way it stops.
+ *
+ * vm_create() builds everything from a vm_config and loads the guest;
+ * vm_run() starts the vCPU threads and waits for the first reason to stop
+ * (debug-exit write, guest crash, --timeout, SIGINT/SIGTERM), then stops
+ * every vCPU and returns lull's exit status. Errors inside are negative errno
+ * values with one sentence in vm->error; main() prints it.
+ */
+#ifndef LULL_VM_H
+#define LULL_VM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "console.h"
+#include "exit_status.h"
+#include "pvclock.h"
+#include "pvtimer.h"
+#include "vcpu.h"
+
+enum timer_mode { TIMER_MODE_DEFERRABLE = 0, TIMER_MODE_STRICT = 1 };
+
+struct vm_config {
+	const char *guest_path;
+	uint64_t mem_size;
+	unsigned nr_vcpus;
+	enum timer_mode timer_mode;
+	unsigned missed_ticks; /* LULL_MISSED_* */
+	uint64_t slop_ns;
+	unsigned nr_slots;
+	double timeout_s; /* 0: none */
+	const char *cmdline;
+	const char *console_path; /* NULL: stdout */
+	const char *stats_path; /* NULL: none, "-": stdout */
+};
+
+/* Hypercall argument errors, counted per kind, the first of each logged. */
+enum hc_error {
+	HC_ERR_OP,
+	HC_ERR_SLOT,
+	HC_ERR_VECTOR,
+	HC_ERR_FLAGS,
+	HC_ERR_PERIOD,
+	HC_ERR_POINTER,
+	HC_ERR_TARGET,
+	HC_ERR_KINDS
+};
+
+struct vm_cpu {
+	struct vcpu vcpu;
+	struct pvtimer pv;
+};
+
+#define UNCLAIMED_MMIO_LOGGED 64
+
+struct vm {
+	struct vm_config cfg;
+	int kvm_fd, vm_fd;
+	uint8_t *ram;
+	uint64_t ram_size;
+	uint32_t tsc_khz;
+	struct vm_cpu *cpus;
+	unsigned nr_cpus_made;
+
+	atomic_bool stop;
+	atomic_bool stopped_once;
+	int exit_status;
+	char stop_reason[160];
+	int wake_fd; /* eventfd: wakes vm_run when a vCPU stops the VM */
+
+	struct console console;
+	pthread_mutex_t serial_lock;
+	uint8_t serial_regs[8];
+	uint8_t serial_dll, serial_dlm;
+
+	/* untrusted-guest accounting */
+	atomic_uint_fast64_t hc_calls;
+	atomic_uint_fast64_t hc_errors[HC_ERR_KINDS];
+	atomic_bool hc_error_logged[HC_ERR_KINDS];
+	atomic_uint_fast64_t unclaimed_io, unclaimed_mmio;
+	_Atomic uint64_t port_logged[65536 / 64];
+	pthread_mutex_t mmio_log_lock;
+	uint64_t mmio_logged[UNCLAIMED_MMIO_LOGGED];
+	unsigned nr_mmio_logged;
+
+	uint64_t start_ns, end_ns;
+	char error[256];
+};
+
+int vm_create(struct vm *vm, const struct vm_config *cfg);
+int vm_run(struct vm *vm);
+void vm_destroy(struct vm *vm);
+
+/* Ends the VM with `status`; the first caller wins. Any thread. */
+void vm_request_stop(struct vm *vm, int status, const char *reason);
+
+/* Guest RAM access with bounds checks: NULL if [gpa, gpa+len) is not RAM. */
+void *vm_gpa_to_hva(struct vm *vm, uint64_t gpa, uint64_t len);
+
+static inline struct vm *vcpu_vm(struct vcpu *v)
+{
+	return v->owner;
+}
+
+/* Counts a bad hypercall argument; logs the first of each kind. */
+void vm_hc_error(struct vm *vm, struct vcpu *v, enum hc_error kind,
+		 const char *detail);
+
+#endif
