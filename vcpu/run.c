@@ -248,9 +248,14 @@ static int thread_setup(struct vcpu *v)
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
+	char name[16];
 	int r;
 
+
 	v->self = pthread_self();
+	/* Benchmarks and tests find vCPU threads in /proc by this name. */
+	snprintf(name, sizeof(name), "vcpu%u", v->index);
+	pthread_setname_np(v->self, name);
 	r = thread_setup(v);
 
 	if (r < 0) {
