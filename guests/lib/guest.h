@@ -12,11 +12,14 @@
 #include "clock.h"
 #include "cmdline.h"
 #include "idt.h"
+#include "lapic.h"
 #include "lull.h"
 #include "printf.h"
 #include "rt.h"
 #include "smp.h"
+#include "stats.h"
 #include "string.h"
+#include "timer.h"
 #include "x86.h"
 
 #endif

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+/* lapic.c: see lapic.h. */
+#include "clock.h"
+#include "lapic.h"
+#include "x86.h"
+
+#define MSR_APIC_BASE 0x1b
+#define APIC_BASE_ENABLE (1u << 11)
+#define APIC_BASE_X2APIC (1u << 10)
+
+#define APIC_TPR 0x080
+#define APIC_EOI 0x0b0
+#define APIC_SVR 0x0f0
+#define APIC_LVT_TIMER 0x320
+#define APIC_TIMER_INIT 0x380
+#define APIC_TIMER_CUR 0x390
+#define APIC_TIMER_DIV 0x3e0
+
+#define SVR_ENABLE (1u << 8)
+#define SPURIOUS_VECTOR 0xff
+#define LVT_MASKED (1u << 16)
+#define LVT_PERIODIC (1u << 17)
+#define DIV_BY_1 0xb
+
+#define CALIBRATE_NS 20000000ull
+
+static volatile uint32_t *apic;
+static uint64_t timer_hz;
+
+static uint32_t rd(unsigned reg)
+{
+	return apic[reg / 4];
+}
+
+static void wr(unsigned reg, uint32_t v)
+{
+	apic[reg / 4] = v;
+}
+
+static uint64_t calibrate(void)
+{
+	uint64_t t0, t1;
+	uint32_t left;
+
+	if (!clock_available())
+		return 1000000000ull; /* KVM's nominal APIC bus rate */
+	wr(APIC_TIMER_DIV, DIV_BY_1);
+	wr(APIC_LVT_TIMER, LVT_MASKED | SPURIOUS_VECTOR);
+	t0 = clock_ns();
+	wr(APIC_TIMER_INIT, 0xffffffffu);
+	clock_wait_until(t0 + CALIBRATE_NS);
+	left = rd(APIC_TIMER_CUR);
+	t1 = clock_ns();
+	wr(APIC_TIMER_INIT, 0);
+	return (uint64_t)(0xffffffffu - left) * 1000000000ull / (t1 - t0);
+}
+
+bool lapic_init(void)
+{
+	uint64_t base;
+
+	if (!(cpuid(1, 0).edx & (1u << 9)))
+		return false;
+	base = rdmsr(MSR_APIC_BASE);
+	if (!(base & APIC_BASE_ENABLE) || (base & APIC_BASE_X2APIC))
+		return false;
+	apic = (volatile uint32_t *)(uintptr_t)(base & 0xfffff000u);
+	wr(APIC_TPR, 0);
+	wr(APIC_SVR, SVR_ENABLE | SPURIOUS_VECTOR);
+	if (!timer_hz)
+		timer_hz = calibrate();
+	return true;
+}
+
+uint64_t lapic_timer_hz(void)
+{
+	return timer_hz;
+}
+
+void lapic_timer_start(unsigned vector, uint32_t count, bool periodic)
+{
+	wr(APIC_TIMER_DIV, DIV_BY_1);
+	wr(APIC_LVT_TIMER, (vector & 0xff) | (periodic ? LVT_PERIODIC : 0));
+	wr(APIC_TIMER_INIT, count);
+}
+
+void lapic_timer_stop(void)
+{
+	wr(APIC_LVT_TIMER, LVT_MASKED | SPURIOUS_VECTOR);
+	wr(APIC_TIMER_INIT, 0);
+}
+
+uint32_t lapic_timer_current(void)
+{
+	return rd(APIC_TIMER_CUR);
+}
+
+void lapic_eoi(void)
+{
+	wr(APIC_EOI, 0);
+}
+
+uint32_t lapic_ns_to_count(uint64_t ns)
+{
+	uint64_t c;
+
+	if (ns > 4000000000ull) /* keeps ns * hz in 64 bits (hz < 4 GHz) */
+		return 0xffffffffu;
+	c = (ns * timer_hz + 999999999u) / 1000000000u;
+	if (c == 0)
+		return 1;
+	return c > 0xffffffffu ? 0xffffffffu : (uint32_t)c;
+}
