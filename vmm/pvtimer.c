@@ -35,7 +35,7 @@ static void slot_expired(struct wheel_timer *t, uint64_t now)
 	struct pvtimer_slot *s = container_of(t, struct pvtimer_slot, timer);
 	struct pvtimer *pv = s->pv;
 	uint64_t expiry = wheel_timer_expires(t);
-	uint64_t deliver = 1, merged = 0;
+	uint64_t deliver = 1, merged = 0, merged_on_raise;
 
 	if (s->period) {
 		uint64_t behind = now > expiry ? (now - expiry) / s->period : 0;
@@ -64,9 +64,10 @@ static void slot_expired(struct wheel_timer *t, uint64_t now)
 		wheel_add(&pv->vcpu->wheel, t, sat_add(expiry, next),
 			  s->tolerance);
 	}
-	merged += vcpu_raise_timer(pv->vcpu, s->vector, (uint32_t)deliver,
-				   s->deferred, expiry);
-	count(s, deliver > merged ? deliver - merged : 0, merged);
+	/* A raise onto a vector still owed to the guest merges into it. */
+	merged_on_raise = vcpu_raise_timer(pv->vcpu, s->vector, (uint32_t)deliver,
+					   s->deferred, expiry);
+	count(s, deliver - merged_on_raise, merged + merged_on_raise);
 }
 
 void pvtimer_init(struct pvtimer *pv, struct vcpu *v, unsigned nr_slots,
