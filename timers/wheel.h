@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wheel: a per-vCPU hierarchical timer wheel with deferrable timers.
+ *
+ * Contract (docs/timers.md has the long version):
+ *  - Time is absolute ns (uint64, monotonic). A wheel has a tick of 2^k ns
+ *    (k = tick_shift, default 10). Expiries are rounded UP to the tick: a
+ *    timer runs at the first wheel_advance(now) with
+ *    now >= ceil_tick(expires), i.e. never early and less than one tick late
+ *    relative to that advance. Due timers run in (expires, arm order) order.
+ *  - Timers are caller-owned and intrusive: nothing here allocates.
+ *  - Hard timer, tolerance = slack: the host may sleep until
+ *    ceil_tick(expires + slack); everything due by then runs together.
+ *    Deferrable timer, tolerance = max_defer: 0 never wakes the host;
+ *    otherwise it wakes the host by ceil_tick(expires + max_defer).
+ *  - wheel_next_hard_expiry() = max(wheel_now, min over hard and bounded
+ *    deferrable timers of ceil_tick(expires + tolerance)); it never looks at
+ *    unbounded deferrable timers. wheel_next_expiry() = max(wheel_now,
+ *    min over all timers of ceil_tick(expires)). Sums saturate at
+ *    WHEEL_NEVER; an expiry whose ceil_tick is past UINT64_MAX never runs.
+ *  - Timers armed from a callback never run in the advance that called it
+ *    (so a periodic timer re-armed in the past cannot loop forever); a
+ *    pending timer deleted or re-armed by a callback does not run either.
+ *  - Not thread-safe: one wheel belongs to one vCPU thread. A wheel and its
+ *    pending timers must not be moved in memory (they hold list pointers).
+ *
+ * Geometry: 64 slots per level; level L holds keys whose highest bit that
+ * differs from the wheel clock (both in ticks) lies in bits 6L..6L+5, and is
+ * cascaded one level down when the clock reaches its slot. Cascading keeps
+ * every hard timer exact to the tick. With the default tick (1024 ns):
+ *
+ * Level  Slot width                 Level spans (64 slots)
+ *  0     1 tick     =  1.024 us      65.5 us
+ *  1     64 ticks   =  65.5 us       4.19 ms
+ *  2     2^12 ticks =  4.19 ms        268 ms
+ *  3     2^18 ticks =   268 ms       17.2 s
+ *  4     2^24 ticks =  17.2 s        18.3 min
+ *  5     2^30 ticks =  18.3 min      19.5 h
+ *  6     2^36 ticks =  19.5 h          52 days
+ *  7     2^42 ticks =    52 days      9.1 years
+ *  8     2^48 ticks =   9.1 years     584 years
+ *  9     2^54 ticks: only the saturated key (expiry past UINT64_MAX)
+ * 10     used only when tick_shift < 4
+ *
+ * Slot width is how coarsely a timer waits, not how late it runs: it moves
+ * down a level each time the clock reaches its slot and runs from level 0,
+ * exact to the tick.
+ */
+#ifndef LULL_TIMERS_WHEEL_H
+#define LULL_TIMERS_WHEEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WHEEL_NEVER UINT64_MAX
+#define WHEEL_DEFERRABLE 0x1u /* timer flag; absence = hard */
+
+#define WHEEL_DEFAULT_TICK_SHIFT 10
+#define WHEEL_MAX_TICK_SHIFT 30 /* larger tick_shift values are clamped */
+#define WHEEL_LVL_BITS 6
+#define WHEEL_SLOTS (1u << WHEEL_LVL_BITS)
+#define WHEEL_LEVELS 11 /* 11 * 6 bits >= 64 bits of key: no overflow list */
+
+struct wheel_timer;
+typedef void (*wheel_timer_fn)(struct wheel_timer *t, uint64_t now);
+
+struct wheel_link {
+	struct wheel_link *next, *prev;
+};
+
+/* Embed in your own struct; initialize with wheel_timer_init(). */
+struct wheel_timer {
+	struct wheel_link link;
+	uint64_t expires; /* absolute ns, as passed */
+	uint64_t wake; /* ceil_tick(expires + tolerance); NEVER if unbounded */
+	wheel_timer_fn fn;
+	/* Private bookkeeping, packed so the timer stays at 48 bytes. */
+	uint64_t seq : 48; /* arm order: breaks ties between equal expiries */
+	uint64_t slot : 6; /* where it sits while state == in a slot */
+	uint64_t level : 4;
+	uint64_t state : 2; /* idle, in a slot, or due in this advance */
+	uint64_t base : 2; /* enum wheel_base_id */
+	uint64_t deferrable : 1; /* the WHEEL_DEFERRABLE flag */
+};
+
+/*
+ * One hierarchical wheel. There are three of them per struct wheel, so the
+ * wake-up query never walks a timer that cannot wake the host.
+ */
+struct wheel_base {
+	uint64_t level_mask; /* bit L: some slot of level L is occupied */
+	uint64_t occupied[WHEEL_LEVELS]; /* bit s: slot s is non-empty */
+	uint64_t in_order[WHEEL_LEVELS]; /* bit s: slot s sorted by expiry */
+	uint64_t min_key; /* cached earliest key in ticks, if min_key_valid */
+	uint64_t min_wake; /* cached min of ->wake, if min_wake_valid */
+	bool min_key_valid;
+	bool min_wake_valid;
+	struct wheel_link slot[WHEEL_LEVELS][WHEEL_SLOTS];
+};
+
+enum wheel_base_id {
+	WHEEL_BASE_HARD, /* hard, zero slack: min is a bit scan */
+	WHEEL_BASE_DEFERRED, /* deferrable, unbounded: never wakes the host */
+	WHEEL_BASE_TOLERANT, /* hard with slack, or bounded deferrable */
+	WHEEL_NR_BASES,
+};
+
+struct wheel {
+	uint64_t clk; /* ticks: every key < clk has run; slot clk is due */
+	uint64_t now; /* the latest time passed to wheel_advance/wheel_init */
+	uint64_t next_seq;
+	unsigned tick_shift;
+	size_t nr_pending[2]; /* [0] hard, [1] deferrable */
+	struct wheel_link due; /* timers the running advance will still run */
+	uint64_t stat_backwards; /* advances to a time before wheel_now() */
+	uint64_t stat_fired_hard;
+	uint64_t stat_fired_deferrable;
+	struct wheel_base base[WHEEL_NR_BASES];
+};
+
+void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift);
+void wheel_timer_init(struct wheel_timer *t, wheel_timer_fn fn,
+		      unsigned flags);
+int wheel_timer_set_flags(struct wheel_timer *t, unsigned flags);
+bool wheel_timer_pending(const struct wheel_timer *t);
+uint64_t wheel_timer_expires(const struct wheel_timer *t);
+
+int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
+	      uint64_t tolerance);
+int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
+	      uint64_t tolerance);
+int wheel_del(struct wheel *w, struct wheel_timer *t);
+
+uint64_t wheel_next_hard_expiry(struct wheel *w);
+uint64_t wheel_next_expiry(struct wheel *w);
+unsigned wheel_advance(struct wheel *w, uint64_t now);
+
+size_t wheel_pending(const struct wheel *w, unsigned kind);
+uint64_t wheel_now(const struct wheel *w);
+
+#endif /* LULL_TIMERS_WHEEL_H */
