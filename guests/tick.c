@@ -43,7 +43,11 @@ static void do_work(void)
 
 static void work(uint64_t now)
 {
-	ptrack_fire(&work_track, now);
+	if (timer_backend() == TIMER_LULL)
+		ptrack_fire_merged(&work_track, now,
+				   shared_page()->slot[SLOT_WORK].merged);
+	else
+		ptrack_fire(&work_track, now);
 	works++;
 	do_work();
 	if (now >= end_ns)
@@ -100,8 +104,8 @@ int guest_main(void)
 	t0 = clock_ns();
 	end_ns = t0 + seconds * 1000000000ull;
 	ptrack_init(&work_track, t0 + WORK_NS, WORK_NS,
-		    be == TIMER_LULL && lull_info.missed_policy == LULL_MISSED_ALL,
-		    samples, MAX_SAMPLES);
+		    shared_page()->slot[SLOT_WORK].merged, samples,
+		    MAX_SAMPLES);
 	if (be == TIMER_LULL) {
 		r1 = lull_timer_set(SLOT_TICK, t0 + TICK_NS, VEC_TICK,
 				    LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC,

@@ -42,27 +42,47 @@ struct percentiles percentiles(uint64_t *a, size_t n)
 }
 
 void ptrack_init(struct ptrack *t, uint64_t first, uint64_t period,
-		 int catch_up_all, uint64_t *buf, size_t cap)
+		 uint64_t merged_now, uint64_t *buf, size_t cap)
 {
 	*t = (struct ptrack){ .first = first, .period = period,
-			      .catch_up_all = catch_up_all, .samples = buf,
+			      .merged_seen = merged_now, .samples = buf,
 			      .cap = cap };
 }
 
-void ptrack_fire(struct ptrack *t, uint64_t now)
+/* Records the delivery of tick k; false if it came before its deadline. */
+static int record(struct ptrack *t, uint64_t now)
 {
 	uint64_t deadline = t->first + t->k * t->period;
-	uint64_t next;
 
 	t->fires++;
 	if (now < deadline) {
 		t->early++;
-		t->k++;
-		return;
+		return 0;
 	}
 	if (t->n < t->cap)
 		t->samples[t->n++] = now - deadline;
-	next = t->catch_up_all ? t->k + 1 : (now - t->first) / t->period + 1;
+	return 1;
+}
+
+void ptrack_fire(struct ptrack *t, uint64_t now)
+{
+	uint64_t next;
+
+	if (!record(t, now)) {
+		t->k++;
+		return;
+	}
+	next = (now - t->first) / t->period + 1;
 	t->skipped += next - t->k - 1;
 	t->k = next;
+}
+
+void ptrack_fire_merged(struct ptrack *t, uint64_t now, uint64_t merged_now)
+{
+	uint64_t merged = merged_now - t->merged_seen;
+
+	record(t, now);
+	t->merged_seen = merged_now;
+	t->skipped += merged;
+	t->k += 1 + merged;
 }

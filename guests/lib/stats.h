@@ -19,22 +19,27 @@ struct percentiles percentiles(uint64_t *a, size_t n);
 
 /*
  * Lateness of a periodic timer against its ideal grid first + k * period.
- * ptrack_fire() is called from the handler with the handler's clock_ns():
- * it records now - deadline(k) for the oldest undelivered tick k, then
- * moves k past now - or by one tick when the VMM delivers every missed
- * tick (LULL_MISSED_ALL), since those catch-up deliveries come back to
- * back. A delivery before deadline(k) is counted in early.
+ * Call a ptrack_fire*() from the handler with the handler's clock_ns(); it
+ * records now - deadline(k) for the oldest undelivered tick k, then moves
+ * k past the ticks this delivery stands for:
+ *   ptrack_fire_merged()  under lull: 1 + the growth of the slot's shared
+ *                         page "merged" counter since the last delivery
+ *                         (exact for every missed-ticks policy);
+ *   ptrack_fire()         without counters (LAPIC): to the first grid
+ *                         point after now.
+ * A delivery before deadline(k) counts in early and records nothing.
  */
 struct ptrack {
 	uint64_t first, period, k;
-	int catch_up_all;
+	uint64_t merged_seen;
 	uint64_t *samples;
 	size_t cap, n;
 	uint64_t fires, early, skipped;
 };
 
 void ptrack_init(struct ptrack *t, uint64_t first, uint64_t period,
-		 int catch_up_all, uint64_t *buf, size_t cap);
+		 uint64_t merged_now, uint64_t *buf, size_t cap);
 void ptrack_fire(struct ptrack *t, uint64_t now);
+void ptrack_fire_merged(struct ptrack *t, uint64_t now, uint64_t merged_now);
 
 #endif

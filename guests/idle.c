@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+/*
+ * idle: a mostly idle SMP guest, the case deferrable timers exist for.
+ *
+ * Every vCPU arms a 10 ms periodic DEFERRABLE housekeeping tick (slot 2)
+ * and halts. vCPU 0 also arms one HARD one-shot (slot 3) seconds=N
+ * (default 2) ahead: it is the only thing that may wake the host. When it
+ * fires, vCPU 0 sends an IPI to every other vCPU so they run again. Each
+ * vCPU then takes its deferred tick(s) - delivered while halted they
+ * could not be - and checks its shared-page counters for slot 2:
+ * delivered >= 1 (the tick reached it when it ran again) and, for the
+ * record, merged (ticks collapsed into that delivery). vCPU 0 exits 0
+ * when all have reported. In --timer-mode strict every tick wakes the
+ * vCPU, so delivered is large and merged about 0: both pass.
+ *
+ * Under QEMU (no lull) there is no deferral: vCPU 0 takes a 10 ms LAPIC
+ * tick and stops after seconds=N; delivered = ticks handled, merged = 0.
+ *   idle: vcpu I delivered=D merged=M handled=H
+ *   idle: PASS vcpus=N seconds=S delivered=.. merged=..
+ */
+#include "guest.h"
+
+#define VEC_HK 0x40
+#define VEC_END 0x41
+#define VEC_WAKE 0x42
+#define SLOT_HK 2
+#define SLOT_END 3
+#define HK_NS 10000000ull
+#define SETTLE_NS 50000000ull /* wait for deferred ticks after waking */
+
+struct vcpu_result {
+	uint64_t handled; /* housekeeping handler runs */
+	uint64_t delivered, merged;
+	bool woken, reported;
+};
+
+static struct vcpu_result res[RT_MAX_VCPUS];
+static unsigned armed;
+static uint64_t end_ns; /* LAPIC fallback only */
+
+static void on_hk(unsigned vector)
+{
+	struct vcpu_result *me = &res[smp_id()];
+
+	(void)vector;
+	me->handled++;
+	if (timer_backend() == TIMER_LAPIC && clock_ns() >= end_ns)
+		WRITE_ONCE(me->woken, true);
+	timer_irq_done();
+}
+
+static void on_wake(unsigned vector)
+{
+	(void)vector;
+	WRITE_ONCE(res[smp_id()].woken, true);
+}
+
+static void halt_until_woken(struct vcpu_result *me)
+{
+	cli();
+	while (!READ_ONCE(me->woken)) {
+		sti_hlt();
+		cli();
+	}
+}
+
+/*
+ * The wake-up interrupt and the deferred tick are injected one after the
+ * other; give the tick a moment (interrupts on, not halted) to arrive.
+ */
+static void settle(struct vcpu_result *me)
+{
+	uint64_t until = clock_ns() + SETTLE_NS;
+
+	sti();
+	while (!READ_ONCE(me->handled) && clock_ns() < until)
+		cpu_relax();
+	cli();
+}
+
+static void report(unsigned id)
+{
+	struct vcpu_result *me = &res[id];
+
+	timer_stop(SLOT_HK);
+	if (timer_backend() == TIMER_LULL) {
+		me->delivered = shared_page()->slot[SLOT_HK].delivered;
+		me->merged = shared_page()->slot[SLOT_HK].merged;
+	} else {
+		me->delivered = me->handled;
+	}
+	printf("idle: vcpu %u delivered=%lu merged=%lu handled=%lu\n", id,
+	       me->delivered, me->merged, me->handled);
+	__atomic_store_n(&me->reported, true, __ATOMIC_RELEASE);
+}
+
+static long arm_housekeeping(void)
+{
+	long r = timer_periodic(SLOT_HK, HK_NS, VEC_HK, LULL_TIMER_DEFERRABLE);
+
+	__atomic_fetch_add(&armed, 1, __ATOMIC_RELEASE);
+	return r;
+}
+
+void guest_ap_main(unsigned id)
+{
+	struct vcpu_result *me = &res[id];
+
+	timer_init();
+	if (arm_housekeeping() < 0)
+		printf("idle: vcpu %u could not arm its tick\n", id);
+	halt_until_woken(me);
+	settle(me);
+	report(id);
+	for (;;) {
+		cli();
+		hlt();
+	}
+}
+
+int guest_main(void)
+{
+	uint64_t seconds = cmdline_u64("seconds", 2);
+	unsigned n = smp_count();
+	enum timer_backend be = timer_init();
+	uint64_t sum_d = 0, sum_m = 0;
+	bool ok = true;
+	long r;
+
+	if (be == TIMER_NONE) {
+		printf("idle: FAIL no timer backend (hv %s)\n",
+		       hv_name(rt_boot.hv));
+		return 1;
+	}
+	irq_set_handler(VEC_HK, on_hk);
+	irq_set_handler(VEC_END, on_wake);
+	irq_set_handler(VEC_WAKE, on_wake);
+	printf("idle: backend=%s vcpus=%u: 10 ms %s ticks, end in %lu s\n",
+	       timer_backend_name(), n,
+	       be == TIMER_LULL ? "deferrable" : "LAPIC", seconds);
+
+	cli();
+	end_ns = clock_ns() + seconds * 1000000000ull;
+	r = arm_housekeeping();
+	while (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) < n)
+		cpu_relax();
+	if (be == TIMER_LULL && r >= 0)
+		r = timer_oneshot(SLOT_END, end_ns, VEC_END, 0);
+	if (r < 0) {
+		printf("idle: FAIL arming timers returned %ld\n", r);
+		return 1;
+	}
+	halt_until_woken(&res[0]);
+	for (unsigned i = 1; i < n; i++)
+		lull_send_ipi(i, VEC_WAKE);
+	settle(&res[0]);
+	report(0);
+
+	for (unsigned i = 0; i < n; i++) {
+		while (!__atomic_load_n(&res[i].reported, __ATOMIC_ACQUIRE))
+			cpu_relax();
+		sum_d += res[i].delivered;
+		sum_m += res[i].merged;
+		if (res[i].delivered < 1) {
+			printf("idle: vcpu %u got no housekeeping tick delivered\n",
+			       i);
+			ok = false;
+		}
+	}
+	if (!ok) {
+		printf("idle: FAIL deferred ticks were not delivered on wake\n");
+		return 1;
+	}
+	printf("idle: PASS vcpus=%u seconds=%lu delivered=%lu merged=%lu\n", n,
+	       seconds, sum_d, sum_m);
+	return 0;
+}
