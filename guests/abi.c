@@ -416,6 +416,7 @@ static void case_counters(void)
 		       LULL_TIMER_PERIODIC, LULL_PERIOD_FLOOR_NS, 0);
 	clock_wait_until(now + 5 * MS); /* interrupts off */
 	lull_timer_stop(S_B);
+	wait_hit(VEC_C, 50 * MS); /* the owed delivery, once IF=1 */
 	run_for(MS);
 	c1 = counters(S_B);
 	result("counter_merged_while_masked",
