@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runner: run `lull` (or any program) as a child process for the
+ * integration tests, and read what it left behind.
+ *
+ *   struct run r;
+ *   run_lull(&r, 10.0, "run", "--vcpus", "2", guest("hello"), NULL);
+ *   cr_assert_eq(r.status, 0, "%s", r.err);
+ *   run_free(&r);
+ *
+ * stdout and stderr go to temporary files (no pipe can fill up and stall
+ * the child); the safety limit kills the child with SIGKILL when it runs
+ * over, and the test then sees r.killed set. The child dies with the test
+ * process (PR_SET_PDEATHSIG), so a crashed test leaves no VM behind.
+ *
+ * The paths come from the environment meson gives the test:
+ * LULL_BIN (the lull binary) and LULL_GUESTS (the folder of guest ELFs).
+ */
+#ifndef LULL_TEST_RUNNER_H
+#define LULL_TEST_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* A child that is still running. */
+struct proc {
+	pid_t pid;
+	int out_fd, err_fd; /* the capture files, open for reading */
+	double started; /* CLOCK_MONOTONIC seconds at spawn */
+};
+
+/* A child that has ended. */
+struct run {
+	int status; /* exit status; 128 + n if killed by signal n */
+	bool signaled; /* ended by a signal (not by exit) */
+	bool killed; /* ran over its safety limit: the runner killed it */
+	double seconds; /* spawn to reaped */
+	char *out, *err; /* everything it wrote, NUL-terminated */
+};
+
+/* The lull binary and the path of guest NAME ("hello" -> .../hello.elf). */
+const char *lull_bin(void);
+const char *guest(const char *name);
+
+/* Skips the calling test (with the reason) when /dev/kvm cannot be opened. */
+void require_kvm(void);
+/*
+ * Skips the calling test when guests/meson.build does not build guest NAME
+ * (LULL_GUEST_NAMES): a guest that is listed but missing still fails.
+ */
+void require_guest(const char *name);
+
+/* argv[0] is the program; NULL-terminated. Returns 0 or -errno. */
+int proc_spawn(struct proc *p, char *const argv[]);
+/* Waits up to limit_s seconds since spawn, then SIGKILLs the child. */
+void proc_wait(struct proc *p, double limit_s, struct run *r);
+/* Polls the child's stdout until it contains needle; false on exit or
+ * after limit_s seconds. */
+bool proc_wait_output(struct proc *p, const char *needle, double limit_s);
+
+/* spawn + wait; argv NULL-terminated, without the lull binary. */
+void run_lull(struct run *r, double limit_s, ...) __attribute__((sentinel));
+void run_lullv(struct run *r, double limit_s, char *const args[]);
+/* spawn lull with args; argv NULL-terminated, without the lull binary. */
+int spawn_lull(struct proc *p, ...) __attribute__((sentinel));
+void run_free(struct run *r);
+
+/* Lines in s (a last line without '\n' counts), and lines containing sub. */
+unsigned count_lines(const char *s);
+unsigned count_lines_with(const char *s, const char *sub);
+/* Case-insensitive strstr. */
+bool contains_ci(const char *s, const char *sub);
+
+/*
+ * A tiny extractor for lull's --stats JSON (only what the tests need):
+ * path is dot-separated keys and [index]es, e.g. "vcpus[1].host_wakeups",
+ * "hypercall_errors.op", "vcpus[0].hard_lateness_ns.p99".
+ * stats_u64 reads a non-negative integer; stats_len the length of an
+ * array; stats_has tells whether the path exists. All return false/-1 on
+ * a missing path or malformed JSON.
+ */
+bool stats_u64(const char *json, const char *path, uint64_t *out);
+int stats_len(const char *json, const char *path);
+bool stats_has(const char *json, const char *path);
+
+/* The --stats object inside stdout that also holds guest output: the
+ * first '{' that starts a line (NULL if none). */
+const char *find_json(const char *out);
+
+/* Reads a whole file, NUL-terminated (NULL on error; free it). */
+char *read_file(const char *path, size_t *len);
+/* CLOCK_MONOTONIC in seconds. */
+double now_s(void);
+
+#endif

@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Boot: real guests under the real lull binary. Each test arranges a
+ * command line, runs lull as a child process and asserts on its exit
+ * status, its stdout/stderr and (where it says so) its --stats JSON.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+/* Safety limit for runs that should end on their own within a second. */
+#define QUICK_S 20.0
+
+Test(boot, hello_prints_and_exits_0)
+{
+	struct run r;
+
+	require_kvm();
+	run_lull(&r, QUICK_S, "run", guest("hello"), NULL);
+
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "hello: lull guest up (vcpu 0 of 1, hv lull"),
+		  "stdout:\n%s", r.out);
+	cr_assert(strstr(r.out, "hello: PASS hv=lull vcpus=1\n"), "stdout:\n%s",
+		  r.out);
+	cr_assert_str_empty(r.err, "stderr:\n%s", r.err);
+	run_free(&r);
+}
+
+Test(boot, hello_sees_its_cmdline)
+{
+	struct run r;
+
+	require_kvm();
+	run_lull(&r, QUICK_S, "run", "--cmdline", "alpha=1 beta",
+		 guest("hello"), NULL);
+
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert(strstr(r.out, "cmdline \"alpha=1 beta\""), "stdout:\n%s",
+		  r.out);
+	run_free(&r);
+}
+
+static void check_smp_hello(unsigned n)
+{
+	char vcpus[16], line[64];
+	struct run r;
+
+	require_kvm();
+	snprintf(vcpus, sizeof(vcpus), "%u", n);
+	run_lull(&r, QUICK_S, "run", "--vcpus", vcpus, guest("smp-hello"),
+		 NULL);
+
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(line, sizeof(line), "smp-hello: vcpu %u (", i);
+		cr_assert_eq(count_lines_with(r.out, line), 1,
+			     "vCPU %u not reported once:\n%s", i, r.out);
+	}
+	cr_assert_eq(count_lines_with(r.out, "smp-hello: vcpu "), n,
+		     "stdout:\n%s", r.out);
+	snprintf(line, sizeof(line), "smp-hello: PASS vcpus=%u\n", n);
+	cr_assert(strstr(r.out, line), "stdout:\n%s", r.out);
+	run_free(&r);
+}
+
+Test(boot, smp_hello_1_vcpu)
+{
+	check_smp_hello(1);
+}
+Test(boot, smp_hello_2_vcpus)
+{
+	check_smp_hello(2);
+}
+Test(boot, smp_hello_4_vcpus)
+{
+	check_smp_hello(4);
+}
+
+Test(boot, triple_fault_is_status_125_with_one_line)
+{
+	struct run r;
+
+	require_kvm();
+	run_lull(&r, QUICK_S, "run", guest("triple-fault"), NULL);
+
+	cr_assert_eq(r.status, 125, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert_eq(count_lines(r.err), 1, "want one stderr line, got:\n%s",
+		     r.err);
+	cr_assert(contains_ci(r.err, "vcpu 0"), "no vCPU named: %s", r.err);
+	cr_assert(contains_ci(r.err, "triple fault") ||
+			  strstr(r.err, "KVM_EXIT_SHUTDOWN"),
+		  "no exit reason: %s", r.err);
+	cr_assert(contains_ci(r.err, "rip 0x"), "no RIP: %s", r.err);
+	cr_assert_null(strstr(r.out, "FAIL"), "guest kept running:\n%s", r.out);
+	run_free(&r);
+}
+
+static void check_timeout(const char *name, const char *vcpus)
+{
+	struct run r;
+
+	require_kvm();
+	run_lull(&r, QUICK_S, "run", "--timeout", "0.5", "--vcpus", vcpus,
+		 guest(name), NULL);
+
+	cr_assert_not(r.killed, "lull ignored --timeout 0.5 for %.0f s",
+		      r.seconds);
+	cr_assert_eq(r.status, 124, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert(contains_ci(r.err, "timeout"),
+		  "stderr does not say timeout:\n%s", r.err);
+	cr_assert_eq(count_lines(r.err), 1, "want one stderr line, got:\n%s",
+		     r.err);
+	run_free(&r);
+}
+
+Test(boot, timeout_spin_1_vcpu)
+{
+	check_timeout("spin", "1");
+}
+Test(boot, timeout_spin_4_vcpus)
+{
+	check_timeout("spin", "4");
+}
+Test(boot, timeout_halt_forever_1_vcpu)
+{
+	check_timeout("halt-forever", "1");
+}
+Test(boot, timeout_halt_forever_4_vcpus)
+{
+	check_timeout("halt-forever", "4");
+}
+
+/* Starts spin, waits for its banner (the VM is running), sends sig. */
+static void check_signal(int sig, const char *vcpus, int want_status,
+			 const char *name)
+{
+	struct proc p;
+	struct run r;
+
+	require_kvm();
+	cr_assert_eq(
+		spawn_lull(&p, "run", "--vcpus", vcpus, guest("spin"), NULL),
+		0);
+	cr_assert(proc_wait_output(&p, "spin: spinning", 10.0),
+		  "spin never started");
+
+	kill(p.pid, sig);
+	proc_wait(&p, 10.0, &r);
+
+	cr_assert_not(r.killed, "lull still running 10 s after SIG%s", name);
+	cr_assert_not(r.signaled,
+		      "lull died of the signal instead of exiting %d",
+		      want_status);
+	cr_assert_eq(r.status, want_status, "status %d\nstderr:\n%s", r.status,
+		     r.err);
+	cr_assert(strstr(r.err, name), "stderr does not name SIG%s:\n%s", name,
+		  r.err);
+	run_free(&r);
+}
+
+Test(boot, sigterm_stops_spin_with_143)
+{
+	check_signal(SIGTERM, "1", 143, "TERM");
+}
+Test(boot, sigint_stops_spin_with_130)
+{
+	check_signal(SIGINT, "1", 130, "INT");
+}
+Test(boot, sigterm_stops_4_vcpu_spin_with_143)
+{
+	check_signal(SIGTERM, "4", 143, "TERM");
+}
+Test(boot, sigint_stops_halt_forever_with_130)
+{
+	struct proc p;
+	struct run r;
+
+	require_kvm();
+	cr_assert_eq(spawn_lull(&p, "run", "--vcpus", "2",
+				guest("halt-forever"), NULL),
+		     0);
+	cr_assert(proc_wait_output(&p, "halt-forever: halting", 10.0),
+		  "halt-forever never started");
+
+	kill(p.pid, SIGINT);
+	proc_wait(&p, 10.0, &r);
+
+	cr_assert_not(r.killed, "lull still running 10 s after SIGINT");
+	cr_assert_eq(r.status, 130, "status %d\nstderr:\n%s", r.status, r.err);
+	run_free(&r);
+}
+
+/*
+ * /dev/kvm missing: a private mount namespace with an empty tmpfs over
+ * /dev. sh reports 99 when the mount itself is refused.
+ */
+Test(boot, missing_dev_kvm_is_status_69)
+{
+	char *argv[] = {
+		"/usr/bin/unshare",
+		"-m",
+		"sh",
+		"-c",
+		"mount -t tmpfs none /dev || exit 99; exec \"$0\" run \"$1\"",
+		(char *)lull_bin(),
+		(char *)guest("hello"),
+		NULL,
+	};
+	struct proc p;
+	struct run r;
+
+	if (access(argv[0], X_OK))
+		cr_skip_test("needs unshare(1) to hide /dev/kvm: %s is missing",
+			     argv[0]);
+	cr_assert_eq(proc_spawn(&p, argv), 0);
+	proc_wait(&p, QUICK_S, &r);
+	if (r.status == 99 || !strncmp(r.err, "unshare:", 8))
+		cr_skip_test("cannot hide /dev in a mount namespace here: %s",
+			     r.err);
+
+	cr_assert_eq(r.status, 69, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert_eq(count_lines(r.err), 1, "want one sentence, got:\n%s",
+		     r.err);
+	cr_assert(strstr(r.err, "/dev/kvm"),
+		  "stderr does not name /dev/kvm:\n%s", r.err);
+	cr_assert_str_empty(r.out, "stdout:\n%s", r.out);
+	run_free(&r);
+}
+
+Test(boot, console_file_gets_guest_output_not_stdout)
+{
+	char path[] = "/tmp/lull-console-XXXXXX";
+	int fd = mkstemp(path);
+	struct run r;
+	char *text;
+
+	require_kvm();
+	cr_assert_geq(fd, 0);
+	close(fd);
+	run_lull(&r, QUICK_S, "run", "--console", path, guest("hello"), NULL);
+	text = read_file(path, NULL);
+	unlink(path);
+
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert_not_null(text);
+	cr_assert(strstr(text, "hello: PASS hv=lull"), "console file:\n%s",
+		  text);
+	cr_assert_null(strstr(r.out, "hello:"),
+		       "guest output on stdout too:\n%s", r.out);
+	free(text);
+	run_free(&r);
+}
+
+static const char *const vcpu_fields[] = {
+	"index",
+	"host_wakeups",
+	"halts",
+	"exits",
+	"injections",
+	"timers_fired_hard",
+	"timers_fired_deferred",
+	"hard_lateness_ns.p50",
+	"hard_lateness_ns.p99",
+	"hard_lateness_ns.max",
+	"deferred_delay_ns.p50",
+	"deferred_delay_ns.p99",
+	"deferred_delay_ns.max",
+};
+
+Test(boot, stats_to_stdout_has_every_field)
+{
+	char path[64];
+	uint64_t v, wall, cpu;
+	const char *json;
+	struct run r;
+
+	require_kvm();
+	run_lull(&r, QUICK_S, "run", "--vcpus", "2", "--stats", "-",
+		 guest("smp-hello"), NULL);
+	json = find_json(r.out);
+
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert(strstr(r.out, "smp-hello: PASS"), "stdout:\n%s", r.out);
+	cr_assert_not_null(json, "no JSON object on stdout:\n%s", r.out);
+	cr_assert(stats_u64(json, "wall_ns", &wall) && wall > 0, "wall_ns:\n%s",
+		  json);
+	cr_assert(stats_u64(json, "host_cpu_ns", &cpu) && cpu > 0,
+		  "host_cpu_ns:\n%s", json);
+	cr_assert_eq(stats_len(json, "vcpus"), 2, "want 2 vCPUs in:\n%s", json);
+	for (int i = 0; i < 2; i++) {
+		for (size_t f = 0;
+		     f < sizeof(vcpu_fields) / sizeof(vcpu_fields[0]); f++) {
+			snprintf(path, sizeof(path), "vcpus[%d].%s", i,
+				 vcpu_fields[f]);
+			cr_assert(stats_u64(json, path, &v),
+				  "%s missing in:\n%s", path, json);
+		}
+		snprintf(path, sizeof(path), "vcpus[%d].index", i);
+		stats_u64(json, path, &v);
+		cr_assert_eq(v, (uint64_t)i, "%s is %lu", path, v);
+		snprintf(path, sizeof(path), "vcpus[%d].exits", i);
+		stats_u64(json, path, &v);
+		cr_assert_gt(v, 0, "vCPU %d never exited", i);
+	}
+	run_free(&r);
+}
+
+Test(boot, stats_file_with_console_file)
+{
+	char stats[] = "/tmp/lull-stats-XXXXXX";
+	int fd = mkstemp(stats);
+	uint64_t status = 1, rss;
+	struct run r;
+	char *json;
+
+	require_kvm();
+	cr_assert_geq(fd, 0);
+	close(fd);
+	run_lull(&r, QUICK_S, "run", "--console", "/dev/null", "--stats", stats,
+		 guest("hello"), NULL);
+	json = read_file(stats, NULL);
+	unlink(stats);
+
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert_str_empty(r.out, "stdout not empty:\n%s", r.out);
+	cr_assert_not_null(json);
+	cr_assert(stats_u64(json, "exit_status", &status) && status == 0, "%s",
+		  json);
+	cr_assert_eq(stats_len(json, "vcpus"), 1, "%s", json);
+	cr_assert(stats_u64(json, "rss_kib", &rss) && rss > 0, "%s", json);
+	free(json);
+	run_free(&r);
+}
+
+static void check_hcall_garbage(const char *vcpus)
+{
+	uint64_t calls, errors = 0, v;
+	static const char *const kinds[] = {
+		"op", "slot", "vector", "flags", "period", "pointer", "target",
+	};
+	const char *json;
+	char path[64];
+	struct run r;
+
+	require_kvm();
+	run_lull(&r, 60.0, "run", "--vcpus", vcpus, "--stats", "-", "--cmdline",
+		 "count=3000", guest("hcall-garbage"), NULL);
+	json = find_json(r.out);
+
+	cr_assert_not(r.killed, "lull stalled on garbage hypercalls");
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "hcall-garbage: PASS calls=3000"),
+		  "stdout:\n%s", r.out);
+	cr_assert_not_null(json, "no stats:\n%s", r.out);
+	cr_assert(stats_u64(json, "hypercalls", &calls) && calls >= 3000, "%s",
+		  json);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		snprintf(path, sizeof(path), "hypercall_errors.%s", kinds[k]);
+		cr_assert(stats_u64(json, path, &v), "%s missing:\n%s", path,
+			  json);
+		errors += v;
+	}
+	cr_assert_gt(errors, 0, "no hypercall errors counted:\n%s", json);
+	cr_assert(stats_u64(json, "hypercall_errors.op", &v) && v > 0,
+		  "unknown ops not counted:\n%s", json);
+	run_free(&r);
+}
+
+Test(boot, hcall_garbage_survives_1_vcpu)
+{
+	check_hcall_garbage("1");
+}
+Test(boot, hcall_garbage_survives_2_vcpus)
+{
+	check_hcall_garbage("2");
+}
+
+static bool in_path(const char *prog, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char *copy = strdup(path ? path : "/usr/bin:/bin"), *save, *dir;
+	bool found = false;
+
+	for (dir = strtok_r(copy, ":", &save); dir && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		snprintf(out, len, "%s/%s", dir, prog);
+		found = !access(out, X_OK);
+	}
+	free(copy);
+	return found;
+}
+
+/* The same ELF boots on QEMU's microvm: PVH plus isa-debug-exit. */
+Test(boot, hello_boots_on_qemu_microvm)
+{
+	char qemu[512];
+	char *argv[] = {
+		qemu,
+		"-machine",
+		"microvm",
+		"-accel",
+		"kvm",
+		"-nodefaults",
+		"-no-user-config",
+		"-display",
+		"none",
+		"-serial",
+		"stdio",
+		"-device",
+		"isa-debug-exit,iobase=0xf4,iosize=4",
+		"-kernel",
+		(char *)guest("hello"),
+		NULL,
+	};
+	struct proc p;
+	struct run r;
+
+	require_kvm();
+	if (!in_path("qemu-system-x86_64", qemu, sizeof(qemu)))
+		cr_skip_test(
+			"needs qemu-system-x86_64, which is not installed");
+	cr_assert_eq(proc_spawn(&p, argv), 0);
+	proc_wait(&p, 30.0, &r);
+
+	/* isa-debug-exit: QEMU exits (v << 1) | 1, so guest status 0 is 1. */
+	cr_assert_eq(r.status, 1, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "hello: PASS hv=kvm vcpus=1"), "stdout:\n%s",
+		  r.out);
+	run_free(&r);
+}

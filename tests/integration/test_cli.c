@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The command line: bad options end with status 64, bad guest files with
+ * 65, each with a clear sentence on stderr; --help lists every option.
+ * Only the over-the-limit --vcpus test needs /dev/kvm (KVM tells lull its
+ * limit); the rest fail before lull opens it.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/kvm.h>
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+#define LIMIT_S 20.0
+
+/* The first line of stderr starts "lull: " and mentions each of want. */
+static void assert_sentence(const char *err, const char *const want[])
+{
+	const char *eol = strchr(err, '\n');
+	char *first = strndup(err, eol ? (size_t)(eol - err) : strlen(err));
+
+	cr_assert(strstr(err, "lull: "), "no 'lull: ' sentence in stderr:\n%s",
+		  err);
+	for (; *want; want++)
+		cr_assert(contains_ci(err, *want),
+			  "stderr does not mention '%s':\n%s", *want, err);
+	cr_assert_gt(strlen(first), 10, "stderr:\n%s", err);
+	free(first);
+}
+
+/* lull run ARGS... hello.elf must end with status 64 and say something. */
+static void check_usage(const char *const args[], const char *const want[])
+{
+	char *argv[16];
+	int n = 0;
+	struct run r;
+
+	for (; *args; args++)
+		argv[n++] = (char *)*args;
+	argv[n] = NULL;
+	run_lullv(&r, LIMIT_S, argv);
+
+	cr_assert_not(r.killed);
+	cr_assert_eq(r.status, 64, "status %d\nstderr:\n%s", r.status, r.err);
+	assert_sentence(r.err, want);
+	cr_assert_str_empty(r.out, "stdout:\n%s", r.out);
+	run_free(&r);
+}
+
+#define USAGE(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+Test(cli, mem_bad_suffix)
+{
+	check_usage(USAGE("run", "--mem", "16X", guest("hello")),
+		    USAGE("--mem", "16X"));
+}
+
+Test(cli, mem_zero)
+{
+	check_usage(USAGE("run", "--mem", "0", guest("hello")), USAGE("--mem"));
+}
+
+Test(cli, mem_not_a_number)
+{
+	check_usage(USAGE("run", "--mem", "lots", guest("hello")),
+		    USAGE("--mem", "lots"));
+}
+
+Test(cli, vcpus_zero)
+{
+	check_usage(USAGE("run", "--vcpus", "0", guest("hello")),
+		    USAGE("--vcpus"));
+}
+
+Test(cli, vcpus_not_a_number)
+{
+	check_usage(USAGE("run", "--vcpus", "two", guest("hello")),
+		    USAGE("--vcpus", "two"));
+}
+
+/* KVM's vCPU limit on this host, as lull asks for it (0 if unknown). */
+static int kvm_max_vcpus(void)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC), n;
+
+	if (fd < 0)
+		return 0;
+	n = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+	if (n <= 0)
+		n = ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
+	close(fd);
+	return n > 0 ? n : 0;
+}
+
+/* Far beyond what KVM allows: the sentence names KVM's actual limit. */
+Test(cli, vcpus_beyond_kvm_limit_names_the_limit)
+{
+	char limit[16];
+	struct run r;
+	int max;
+
+	require_kvm();
+	max = kvm_max_vcpus();
+	cr_assert_gt(max, 0, "KVM reports no vCPU limit");
+	snprintf(limit, sizeof(limit), "%d", max);
+	run_lull(&r, LIMIT_S, "run", "--vcpus", "100000", guest("hello"), NULL);
+
+	cr_assert_eq(r.status, 64, "status %d\nstderr:\n%s", r.status, r.err);
+	assert_sentence(r.err, USAGE("--vcpus"));
+	cr_assert(strstr(r.err, limit),
+		  "the sentence does not name KVM's limit of %d vCPUs:\n%s",
+		  max, r.err);
+	run_free(&r);
+}
+
+/* Just over the limit: the same sentence. */
+Test(cli, vcpus_just_beyond_kvm_limit_names_the_limit)
+{
+	char limit[16], vcpus[16];
+	struct run r;
+	int max;
+
+	require_kvm();
+	max = kvm_max_vcpus();
+	cr_assert_gt(max, 0, "KVM reports no vCPU limit");
+	snprintf(limit, sizeof(limit), "%d", max);
+	snprintf(vcpus, sizeof(vcpus), "%d", max + 1);
+	run_lull(&r, LIMIT_S, "run", "--vcpus", vcpus, guest("hello"), NULL);
+
+	cr_assert_eq(r.status, 64, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert(strstr(r.err, limit),
+		  "the sentence does not name KVM's limit of %d vCPUs:\n%s",
+		  max, r.err);
+	run_free(&r);
+}
+
+Test(cli, unknown_option)
+{
+	check_usage(USAGE("run", "--frobnicate", guest("hello")),
+		    USAGE("option"));
+}
+
+Test(cli, unknown_command)
+{
+	check_usage(USAGE("start", guest("hello")), USAGE("start"));
+}
+
+Test(cli, no_guest)
+{
+	check_usage(USAGE("run", "--vcpus", "1"), USAGE("guest"));
+}
+
+Test(cli, no_command)
+{
+	struct run r;
+
+	run_lull(&r, LIMIT_S, NULL);
+
+	cr_assert_eq(r.status, 64, "status %d\nstderr:\n%s", r.status, r.err);
+	assert_sentence(r.err, USAGE("command"));
+	run_free(&r);
+}
+
+Test(cli, two_guests)
+{
+	check_usage(USAGE("run", guest("hello"), guest("spin")),
+		    USAGE("spin.elf"));
+}
+
+Test(cli, timeout_negative)
+{
+	check_usage(USAGE("run", "--timeout", "-1", guest("hello")),
+		    USAGE("--timeout"));
+}
+
+Test(cli, timeout_zero)
+{
+	check_usage(USAGE("run", "--timeout", "0", guest("hello")),
+		    USAGE("--timeout"));
+}
+
+Test(cli, timeout_not_a_number)
+{
+	check_usage(USAGE("run", "--timeout", "soon", guest("hello")),
+		    USAGE("--timeout"));
+}
+
+Test(cli, timer_mode_bogus)
+{
+	check_usage(USAGE("run", "--timer-mode", "bogus", guest("hello")),
+		    USAGE("--timer-mode", "deferrable", "strict"));
+}
+
+Test(cli, missed_ticks_bogus)
+{
+	check_usage(USAGE("run", "--missed-ticks", "some", guest("hello")),
+		    USAGE("--missed-ticks"));
+}
+
+Test(cli, slop_negative)
+{
+	check_usage(USAGE("run", "--slop", "-5", guest("hello")),
+		    USAGE("--slop"));
+}
+
+Test(cli, timer_slots_out_of_range)
+{
+	check_usage(USAGE("run", "--timer-slots", "1", guest("hello")),
+		    USAGE("--timer-slots"));
+	check_usage(USAGE("run", "--timer-slots", "100000", guest("hello")),
+		    USAGE("--timer-slots"));
+}
+
+Test(cli, option_missing_its_argument)
+{
+	check_usage(USAGE("run", "--mem"), USAGE("option"));
+}
+
+/* lull run FILE must end with status 65 and one sentence. */
+static void check_bad_guest(const char *path)
+{
+	struct run r;
+
+	run_lull(&r, LIMIT_S, "run", path, NULL);
+
+	cr_assert_not(r.killed);
+	cr_assert_eq(r.status, 65, "%s: status %d\nstderr:\n%s", path, r.status,
+		     r.err);
+	cr_assert_eq(count_lines(r.err), 1, "%s: want one sentence, got:\n%s",
+		     path, r.err);
+	assert_sentence(r.err, USAGE(""));
+	cr_assert_str_empty(r.out, "stdout:\n%s", r.out);
+	run_free(&r);
+}
+
+/* A scratch file holding len bytes of data (NULL: random bytes). */
+static void make_file(char *path, const void *data, size_t len)
+{
+	int fd = mkstemp(path);
+	unsigned char buf[4096];
+
+	cr_assert_geq(fd, 0);
+	if (!data) {
+		srand((unsigned)getpid());
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = (unsigned char)rand();
+		buf[0] = 0x7e; /* never "\x7fELF" by chance */
+		data = buf;
+		len = len > sizeof(buf) ? sizeof(buf) : len;
+	}
+	cr_assert_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+Test(cli, guest_missing)
+{
+	check_bad_guest("/nonexistent/lull/guest.elf");
+}
+
+Test(cli, guest_empty)
+{
+	char path[] = "/tmp/lull-empty-XXXXXX";
+
+	make_file(path, "", 0);
+	check_bad_guest(path);
+	unlink(path);
+}
+
+Test(cli, guest_is_a_directory)
+{
+	check_bad_guest("/tmp");
+}
+
+Test(cli, guest_random_bytes)
+{
+	char path[] = "/tmp/lull-random-XXXXXX";
+
+	make_file(path, NULL, 4096);
+	check_bad_guest(path);
+	unlink(path);
+}
+
+Test(cli, guest_truncated_elf_header)
+{
+	char path[] = "/tmp/lull-trunc-XXXXXX";
+
+	make_file(path,
+		  "\x7f"
+		  "ELF\x02\x01\x01",
+		  7);
+	check_bad_guest(path);
+	unlink(path);
+}
+
+/* A real x86-64 ELF without the PVH note: /bin/true (usually ET_DYN). */
+Test(cli, guest_not_pvh)
+{
+	if (access("/bin/true", R_OK))
+		cr_skip_test("needs /bin/true as a non-PVH ELF");
+	check_bad_guest("/bin/true");
+}
+
+/* An ET_EXEC x86-64 ELF that lacks the PVH note: a guest's header with
+ * its note type changed is the loader suite's job; here: /bin/true's
+ * header patched to ET_EXEC, so only the missing note can reject it. */
+Test(cli, guest_elf_exec_without_pvh_note)
+{
+	char path[] = "/tmp/lull-nopvh-XXXXXX";
+	size_t len;
+	char *elf = read_file("/bin/true", &len);
+
+	if (!elf || len < 64)
+		cr_skip_test("needs /bin/true as a non-PVH ELF");
+	elf[16] = 2; /* e_type = ET_EXEC */
+	make_file(path, elf, len);
+	free(elf);
+	check_bad_guest(path);
+	unlink(path);
+}
+
+static const char *const run_options[] = {
+	"--vcpus",
+	"--mem",
+	"--cmdline",
+	"--timer-mode",
+	"--missed-ticks",
+	"--slop",
+	"--timer-slots",
+	"--timeout",
+	"--console",
+	"--stats",
+	NULL,
+};
+
+Test(cli, help_lists_every_option)
+{
+	struct run r;
+
+	run_lull(&r, LIMIT_S, "--help", NULL);
+
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	for (const char *const *o = run_options; *o; o++)
+		cr_assert(strstr(r.out, *o), "--help does not list %s:\n%s", *o,
+			  r.out);
+	cr_assert(strstr(r.out, "lull run"), "--help has no usage line:\n%s",
+		  r.out);
+	run_free(&r);
+}
+
+Test(cli, run_help_exits_0)
+{
+	struct run r;
+
+	run_lull(&r, LIMIT_S, "run", "--help", NULL);
+
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert(strstr(r.out, "--timer-mode"), "stdout:\n%s", r.out);
+	run_free(&r);
+}
+
+/*
+ * Every long option in main.c's option table appears in --help: reads
+ * the table's { "name", entries from the source (LULL_SOURCE_ROOT).
+ */
+Test(cli, help_lists_every_option_in_the_source_table)
+{
+	const char *root = getenv("LULL_SOURCE_ROOT");
+	char path[512], opt[64];
+	const char *p, *end;
+	char *src;
+	struct run r;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/vmm/main.c", root ? root : ".");
+	src = read_file(path, NULL);
+	if (!src)
+		cr_skip_test(
+			"needs the source (LULL_SOURCE_ROOT): cannot read %s",
+			path);
+	p = strstr(src, "struct option long_options[]");
+	cr_assert_not_null(p, "no long_options table in %s", path);
+	end = strstr(p, "};");
+	cr_assert_not_null(end);
+	run_lull(&r, LIMIT_S, "--help", NULL);
+
+	cr_assert_eq(r.status, 0);
+	while ((p = strstr(p, "{ \"")) && p < end) {
+		const char *q = p + 3, *close = strchr(q, '"');
+
+		snprintf(opt, sizeof(opt), "--%.*s", (int)(close - q), q);
+		cr_assert(strstr(r.out, opt), "--help does not list %s:\n%s",
+			  opt, r.out);
+		n++;
+		p = close;
+	}
+	cr_assert_geq(n, 10, "found only %d options in %s", n, path);
+	free(src);
+	run_free(&r);
+}
+
+Test(cli, version_exits_0)
+{
+	struct run r;
+
+	run_lull(&r, LIMIT_S, "--version", NULL);
+
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.out, "lull "), "stdout:\n%s", r.out);
+	run_free(&r);
+}
+
+Test(cli, console_path_unwritable)
+{
+	struct run r;
+
+	require_kvm();
+	run_lull(&r, LIMIT_S, "run", "--console", "/nonexistent/dir/console",
+		 guest("hello"), NULL);
+
+	cr_assert_neq(r.status, 0, "stderr:\n%s", r.err);
+	cr_assert(strstr(r.err, "/nonexistent/dir/console") ||
+			  contains_ci(r.err, "console"),
+		  "stderr:\n%s", r.err);
+	cr_assert_eq(count_lines(r.err), 1, "want one sentence:\n%s", r.err);
+	run_free(&r);
+}

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host wakeups, cross-checked against the kernel rather than lull's own
+ * stats: while the idle guest runs, the voluntary context switches of
+ * each vCPU thread (lull names them vcpu<N>) over a window inside the run.
+ * A halted vCPU sleeps in one wait per wakeup, so the delta counts them.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+#define MAX_VCPUS 8
+#define TICK_HZ 100 /* idle's 10 ms housekeeping tick */
+
+/* voluntary_ctxt_switches of each vcpuN thread of pid; -1 if not found. */
+static void vcpu_switches(pid_t pid, long sw[MAX_VCPUS])
+{
+	char path[320], buf[64];
+	struct dirent *d;
+	DIR *dir;
+
+	for (int i = 0; i < MAX_VCPUS; i++)
+		sw[i] = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	cr_assert_not_null(dir, "cannot list %s", path);
+	while ((d = readdir(dir))) {
+		unsigned idx;
+		char *text, *p;
+		FILE *f;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid,
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread just ended */
+		buf[0] = '\0';
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+		if (sscanf(buf, "vcpu%u\n", &idx) != 1 || idx >= MAX_VCPUS)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", pid,
+			 d->d_name);
+		text = read_file(path, NULL);
+		p = text ? strstr(text, "\nvoluntary_ctxt_switches:") : NULL;
+		if (p)
+			sw[idx] =
+				strtol(p + strlen("\nvoluntary_ctxt_switches:"),
+				       NULL, 10);
+		free(text);
+	}
+	closedir(dir);
+}
+
+/*
+ * Runs idle with 2 vCPUs for 2 s in mode and samples the vCPU threads at
+ * two instants inside the run, window_s apart. Returns the deltas.
+ */
+static double sample_idle(const char *mode, long delta[2])
+{
+	struct timespec settle = { 0, 300000000 }, window = { 1, 0 };
+	long before[MAX_VCPUS], after[MAX_VCPUS];
+	double t0, t1;
+	struct proc p;
+	struct run r;
+
+	require_kvm();
+	require_guest("idle");
+	cr_assert_eq(spawn_lull(&p, "run", "--vcpus", "2", "--timer-mode", mode,
+				"--cmdline", "seconds=2", guest("idle"), NULL),
+		     0);
+	cr_assert(proc_wait_output(&p, "idle: backend=", 10.0),
+		  "idle never started");
+	nanosleep(&settle, NULL); /* let both vCPUs arm their ticks and halt */
+
+	vcpu_switches(p.pid, before);
+	t0 = now_s();
+	nanosleep(&window, NULL);
+	vcpu_switches(p.pid, after);
+	t1 = now_s();
+	proc_wait(&p, 30.0, &r);
+
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	for (int i = 0; i < 2; i++) {
+		cr_assert(before[i] >= 0 && after[i] >= 0,
+			  "no thread named vcpu%d in /proc/%d/task", i, p.pid);
+		delta[i] = after[i] - before[i];
+	}
+	cr_log_info("%s: vcpu0 +%ld, vcpu1 +%ld voluntary switches in %.3f s",
+		    mode, delta[0], delta[1], t1 - t0);
+	run_free(&r);
+	return t1 - t0;
+}
+
+Test(wakeups, idle_deferrable_vcpu_threads_stay_asleep)
+{
+	long delta[2];
+
+	sample_idle("deferrable", delta);
+
+	/* vCPU 1 has only its deferrable tick: no wakeup inside the window. */
+	cr_assert_leq(delta[1], 2, "vcpu1 woke %ld times in a 1 s idle window",
+		      delta[1]);
+	/* vCPU 0's one hard timer ends the run, after the window. */
+	cr_assert_leq(delta[0], 2, "vcpu0 woke %ld times in a 1 s idle window",
+		      delta[0]);
+}
+
+Test(wakeups, idle_strict_vcpu_threads_wake_per_tick)
+{
+	long delta[2];
+	double window = sample_idle("strict", delta);
+	double want = TICK_HZ * window;
+
+	for (int i = 0; i < 2; i++) {
+		cr_assert_geq(delta[i], 0.5 * want,
+			      "vcpu%d: %ld switches, want about %.0f", i,
+			      delta[i], want);
+		cr_assert_leq(delta[i], 1.5 * want,
+			      "vcpu%d: %ld switches, want about %.0f", i,
+			      delta[i], want);
+	}
+}
