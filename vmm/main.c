@@ -145,7 +145,8 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 	while ((opt = getopt_long(argc, argv, "+c:m:hV", long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
-			if (!parse_u64(optarg, &n) || n < 1 || n > 4096)
+			/* The upper bound is KVM's, checked once /dev/kvm is open. */
+			if (!parse_u64(optarg, &n) || n < 1 || n > UINT32_MAX)
 				return usage_error("--vcpus '%s': give a whole number from 1 up", optarg);
 			cfg->nr_vcpus = (unsigned)n;
 			break;
