@@ -104,8 +104,8 @@ static void place(struct wheel *w, struct wheel_base *b,
 		b->occupied[level] |= bit;
 		b->level_mask |= 1ull << level;
 		b->in_order[level] |= bit;
-	} else if (t->expires < wheel_timer_of(head->prev)->expires) {
-		b->in_order[level] &= ~bit;
+	} else if (level && t->expires < wheel_timer_of(head->prev)->expires) {
+		b->in_order[level] &= ~bit; /* level 0 slots hold one key */
 	}
 	wheel_list_add_tail(&t->link, head);
 	t->level = level;
@@ -128,19 +128,24 @@ static void unslot(struct wheel_base *b, struct wheel_timer *t)
  * them if it removes the minimum. A timer whose key was raised to the clock
  * (an expiry in the past) has ceil_key below the cache, so it spoils it too.
  */
-static void note_armed(struct wheel_base *b, uint64_t key, uint64_t wake)
+static void note_armed(struct wheel *w, struct wheel_base *b, uint64_t key,
+		       uint64_t wake)
 {
 	b->min_key = min_u64(b->min_key, key);
 	b->min_wake = min_u64(b->min_wake, wake);
+	if (b != &w->base[WHEEL_BASE_DEFERRED])
+		w->next_hard = min_u64(w->next_hard, wake);
 }
 
-static void note_removed(const struct wheel *w, struct wheel_base *b,
+static void note_removed(struct wheel *w, struct wheel_base *b,
 			 const struct wheel_timer *t)
 {
 	if (timer_key(w, t) <= b->min_key)
 		b->min_key_valid = false;
 	if (t->wake <= b->min_wake)
 		b->min_wake_valid = false;
+	if (t->base != WHEEL_BASE_DEFERRED && t->wake <= w->next_hard)
+		w->next_hard_valid = false;
 }
 
 static void base_init(struct wheel_base *b)
@@ -170,6 +175,8 @@ void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift)
 		tick_shift = WHEEL_MAX_TICK_SHIFT;
 	w->tick_shift = tick_shift;
 	w->now = now;
+	w->next_hard = WHEEL_NEVER;
+	w->next_hard_valid = true;
 	w->clk = now >> tick_shift;
 	w->next_seq = 0;
 	w->nr_pending[0] = 0;
@@ -216,14 +223,13 @@ uint64_t wheel_timer_expires(const struct wheel_timer *t)
 	return t->expires;
 }
 
-int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
-	      uint64_t tolerance)
-{
-	return wheel_mod(w, t, expires, tolerance);
-}
-
-int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
-	      uint64_t tolerance)
+/*
+ * Arm or re-arm @t. ->wake is what the timer contributes to the host wake-up
+ * query: ceil_tick(expires + tolerance) in the tolerant base, the (clamped)
+ * key's time in the hard base, and WHEEL_NEVER in the deferred base.
+ */
+static inline int rearm(struct wheel *w, struct wheel_timer *t,
+			uint64_t expires, uint64_t tolerance)
 {
 	enum wheel_base_id id = base_for(t, tolerance);
 	struct wheel_base *b = &w->base[id];
@@ -231,11 +237,13 @@ int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	uint64_t wake = WHEEL_NEVER;
 	int was_pending = t->state != TIMER_IDLE;
 
-	if (id != WHEEL_BASE_DEFERRED)
-		wake = key_to_ns(w, ceil_key(w, add_saturating(expires,
-							       tolerance)));
 	if (key < w->clk)
 		key = w->clk; /* already due: it runs at the next advance */
+	if (id == WHEEL_BASE_TOLERANT)
+		wake = key_to_ns(w, ceil_key(w, add_saturating(expires,
+							       tolerance)));
+	else if (id == WHEEL_BASE_HARD)
+		wake = key_to_ns(w, key);
 
 	if (t->state == TIMER_IN_SLOT) {
 		struct wheel_base *old = &w->base[t->base];
@@ -244,18 +252,17 @@ int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 		note_removed(w, old, t);
 		if (old == b && t->level == level &&
 		    t->slot == slot_of(key, level)) {
-			/* Same slot: only its place in the slot's order moves. */
-			struct wheel_link *head = &b->slot[level][t->slot];
-
-			wheel_list_del(&t->link);
-			if (!wheel_list_empty(head) &&
-			    expires < wheel_timer_of(head->prev)->expires)
+			/*
+			 * Same slot: nothing moves. Run order comes from
+			 * (expires, seq), not from the place in the slot; only
+			 * a sorted upper slot may stop being sorted.
+			 */
+			if (level && expires != t->expires)
 				b->in_order[level] &= ~(1ull << t->slot);
-			wheel_list_add_tail(&t->link, head);
 			t->expires = expires;
 			t->wake = wake;
 			t->seq = w->next_seq++;
-			note_armed(b, key, wake);
+			note_armed(w, b, key, wake);
 			return 1;
 		}
 		unslot(old, t);
@@ -270,8 +277,20 @@ int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	t->seq = w->next_seq++;
 	t->base = id;
 	place(w, b, t, key);
-	note_armed(b, key, wake);
+	note_armed(w, b, key, wake);
 	return was_pending;
+}
+
+int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
+	      uint64_t tolerance)
+{
+	return rearm(w, t, expires, tolerance);
+}
+
+int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
+	      uint64_t tolerance)
+{
+	return rearm(w, t, expires, tolerance);
 }
 
 int wheel_del(struct wheel *w, struct wheel_timer *t)
@@ -359,11 +378,15 @@ done:
 
 uint64_t wheel_next_hard_expiry(struct wheel *w)
 {
-	uint64_t hard = key_to_ns(w, base_min_key(w, &w->base[WHEEL_BASE_HARD]));
-	uint64_t tolerant = base_min_wake(w, &w->base[WHEEL_BASE_TOLERANT]);
-	uint64_t next = min_u64(hard, tolerant);
+	if (!w->next_hard_valid) {
+		struct wheel_base *hard = &w->base[WHEEL_BASE_HARD];
+		struct wheel_base *tolerant = &w->base[WHEEL_BASE_TOLERANT];
 
-	return next > w->now ? next : w->now;
+		w->next_hard = min_u64(key_to_ns(w, base_min_key(w, hard)),
+				       base_min_wake(w, tolerant));
+		w->next_hard_valid = true;
+	}
+	return w->next_hard > w->now ? w->next_hard : w->now;
 }
 
 uint64_t wheel_next_expiry(struct wheel *w)
@@ -408,6 +431,7 @@ static void collect_due(struct wheel *w, struct wheel_base *b)
 		b->level_mask &= ~1ull;
 	b->min_key_valid = false;
 	b->min_wake_valid = false;
+	w->next_hard_valid = false;
 }
 
 /* The clock reached the first key of a @level slot: place its timers again. */

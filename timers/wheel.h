@@ -109,6 +109,8 @@ enum wheel_base_id {
 struct wheel {
 	uint64_t clk; /* ticks: every key < clk has run; slot clk is due */
 	uint64_t now; /* the latest time passed to wheel_advance/wheel_init */
+	uint64_t next_hard; /* cached min wake of hard + tolerant bases */
+	bool next_hard_valid;
 	uint64_t next_seq;
 	unsigned tick_shift;
 	size_t nr_pending[2]; /* [0] hard, [1] deferrable */

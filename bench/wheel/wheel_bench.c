@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: MIT
+/*
+ * wheel-bench: the timer wheel against a binary min-heap, side by side in
+ * one process (this machine is shared and noisy: only ratios measured
+ * together mean much). For each N, half of the timers deferrable, expiries
+ * uniform over ~1.07 s, it reports the median over --reps repetitions of
+ * the ns per operation. See --help and docs/timers.md.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "heap.h"
+#include "wheel.h"
+
+#define START_NS (1ull << 30) /* arbitrary, tick-aligned start */
+#define RANGE_NS (1ull << 30) /* expiries spread over ~1.07 s */
+#define FAR_NS (RANGE_NS / 2) /* mod_far moves a timer this much later */
+#define TIMERS_PER_STEP 16 /* expire: average timers run per advance */
+#define CACHED_QUERIES 1000000
+#define MAX_N 16
+#define DEFAULT_REPS 7
+
+enum op {
+	OP_ADD,
+	OP_DEL,
+	OP_MOD_SAME,
+	OP_MOD_FAR,
+	OP_NEXT_HARD_CACHED,
+	OP_NEXT_HARD_RECOMPUTE,
+	OP_EXPIRE,
+	NR_OPS,
+};
+
+static const char *const op_name[NR_OPS] = {
+	"add",			"del",	   "mod_same",		     "mod_far",
+	"next_hard_cached", "next_hard_recompute", "expire",
+};
+
+struct sample {
+	double wheel[NR_OPS], heap[NR_OPS];
+};
+
+struct workload {
+	size_t n;
+	uint64_t *expires, *same_tick, *far;
+	size_t *shuffled; /* the order del/mod visit timers (see --order) */
+	size_t *hard_in_order; /* the hard timers, earliest expiry first */
+	size_t nr_hard;
+	struct wheel *w;
+	struct wheel_timer *wt;
+	struct heap_timers heap;
+	struct heap_timer *ht;
+};
+
+static volatile uint64_t sink; /* keeps query results alive */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t rng_state = 0x1234567;
+
+static uint64_t next_rand(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void on_wheel_expiry(struct wheel_timer *t, uint64_t now)
+{
+	(void)t;
+	(void)now;
+}
+
+static void on_heap_expiry(struct heap_timer *t, uint64_t now)
+{
+	(void)t;
+	(void)now;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (!p) {
+		fprintf(stderr, "wheel-bench: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static const uint64_t *sort_key;
+
+static int by_expiry(const void *a, const void *b)
+{
+	uint64_t x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
+
+	return x < y ? -1 : x > y;
+}
+
+static void workload_init(struct workload *wl, size_t n, bool random_order)
+{
+	uint64_t tick = 1ull << WHEEL_DEFAULT_TICK_SHIFT;
+	size_t i;
+
+	wl->n = n;
+	wl->expires = xcalloc(n, sizeof(uint64_t));
+	wl->same_tick = xcalloc(n, sizeof(uint64_t));
+	wl->far = xcalloc(n, sizeof(uint64_t));
+	wl->shuffled = xcalloc(n, sizeof(size_t));
+	wl->hard_in_order = xcalloc(n, sizeof(size_t));
+	wl->w = xcalloc(1, sizeof(*wl->w));
+	wl->wt = xcalloc(n, sizeof(*wl->wt));
+	wl->ht = xcalloc(n, sizeof(*wl->ht));
+	if (heap_timers_init(&wl->heap, n)) {
+		fprintf(stderr, "wheel-bench: out of memory\n");
+		exit(1);
+	}
+
+	wl->nr_hard = 0;
+	for (i = 0; i < n; i++) {
+		bool deferrable = i & 1;
+
+		wl->expires[i] = START_NS + 1 + next_rand() % RANGE_NS;
+		/* Another ns inside the same tick: the same wheel slot. */
+		wl->same_tick[i] = (wl->expires[i] & ~(tick - 1)) +
+				   next_rand() % tick;
+		wl->far[i] = wl->expires[i] + FAR_NS;
+		wl->shuffled[i] = i;
+		if (!deferrable)
+			wl->hard_in_order[wl->nr_hard++] = i;
+		wheel_timer_init(&wl->wt[i], on_wheel_expiry,
+				 deferrable ? WHEEL_DEFERRABLE : 0);
+		heap_timer_init(&wl->ht[i], on_heap_expiry, deferrable);
+	}
+	for (i = n - 1; random_order && i > 0; i--) {
+		size_t j = next_rand() % (i + 1), swap = wl->shuffled[i];
+
+		wl->shuffled[i] = wl->shuffled[j];
+		wl->shuffled[j] = swap;
+	}
+	sort_key = wl->expires;
+	qsort(wl->hard_in_order, wl->nr_hard, sizeof(size_t), by_expiry);
+}
+
+static void workload_free(struct workload *wl)
+{
+	free(wl->expires);
+	free(wl->same_tick);
+	free(wl->far);
+	free(wl->shuffled);
+	free(wl->hard_in_order);
+	free(wl->w);
+	free(wl->wt);
+	free(wl->ht);
+	heap_timers_free(&wl->heap);
+}
+
+static void wheel_fill(struct workload *wl)
+{
+	wheel_init(wl->w, START_NS, 0);
+	for (size_t i = 0; i < wl->n; i++)
+		wheel_add(wl->w, &wl->wt[i], wl->expires[i], 0);
+}
+
+static void heap_fill(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->n; i++)
+		heap_del(&wl->heap, &wl->ht[i]);
+	for (size_t i = 0; i < wl->n; i++)
+		heap_add(&wl->heap, &wl->ht[i], wl->expires[i]);
+}
+
+static void wheel_empty(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->n; i++)
+		wheel_del(wl->w, &wl->wt[i]);
+}
+
+static void heap_empty(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->n; i++)
+		heap_del(&wl->heap, &wl->ht[i]);
+}
+
+static double per(uint64_t ns, size_t ops)
+{
+	return (double)ns / (double)ops;
+}
+
+static void measure_wheel(struct workload *wl, double *out)
+{
+	struct wheel *w = wl->w;
+	size_t n = wl->n, i;
+	uint64_t t0, a, b, step, at;
+	unsigned ran = 0;
+
+	wheel_init(w, START_NS, 0);
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		wheel_add(w, &wl->wt[i], wl->expires[i], 0);
+	out[OP_ADD] = per(now_ns() - t0, n);
+
+	sink = wheel_next_hard_expiry(w); /* fill the cache */
+	t0 = now_ns();
+	for (i = 0; i < CACHED_QUERIES; i++)
+		sink = wheel_next_hard_expiry(w);
+	out[OP_NEXT_HARD_CACHED] = per(now_ns() - t0, CACHED_QUERIES);
+
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		wheel_mod(w, &wl->wt[wl->shuffled[i]],
+			  wl->same_tick[wl->shuffled[i]], 0);
+	out[OP_MOD_SAME] = per(now_ns() - t0, n);
+
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		wheel_mod(w, &wl->wt[wl->shuffled[i]],
+			  wl->far[wl->shuffled[i]], 0);
+	out[OP_MOD_FAR] = per(now_ns() - t0, n);
+
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		wheel_del(w, &wl->wt[wl->shuffled[i]]);
+	out[OP_DEL] = per(now_ns() - t0, n);
+
+	/* Recompute: (delete earliest hard + query) - (delete earliest hard). */
+	wheel_fill(wl);
+	sink = wheel_next_hard_expiry(w);
+	t0 = now_ns();
+	for (i = 0; i < wl->nr_hard; i++) {
+		wheel_del(w, &wl->wt[wl->hard_in_order[i]]);
+		sink = wheel_next_hard_expiry(w);
+	}
+	a = now_ns() - t0;
+	wheel_empty(wl);
+	wheel_fill(wl);
+	sink = wheel_next_hard_expiry(w);
+	t0 = now_ns();
+	for (i = 0; i < wl->nr_hard; i++)
+		wheel_del(w, &wl->wt[wl->hard_in_order[i]]);
+	b = now_ns() - t0;
+	out[OP_NEXT_HARD_RECOMPUTE] = a > b ? per(a - b, wl->nr_hard) : 0;
+	wheel_empty(wl);
+
+	wheel_fill(wl);
+	step = RANGE_NS / (n / TIMERS_PER_STEP ? n / TIMERS_PER_STEP : 1);
+	t0 = now_ns();
+	for (at = START_NS + step; ran < n; at += step)
+		ran += wheel_advance(w, at);
+	out[OP_EXPIRE] = per(now_ns() - t0, n);
+}
+
+static void measure_heap(struct workload *wl, double *out)
+{
+	struct heap_timers *h = &wl->heap;
+	size_t n = wl->n, i;
+	uint64_t t0, a, b, step, at;
+	unsigned ran = 0;
+
+	heap_empty(wl);
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		heap_add(h, &wl->ht[i], wl->expires[i]);
+	out[OP_ADD] = per(now_ns() - t0, n);
+
+	t0 = now_ns();
+	for (i = 0; i < CACHED_QUERIES; i++)
+		sink = heap_next_hard_expiry(h);
+	out[OP_NEXT_HARD_CACHED] = per(now_ns() - t0, CACHED_QUERIES);
+
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		heap_add(h, &wl->ht[wl->shuffled[i]],
+			 wl->same_tick[wl->shuffled[i]]);
+	out[OP_MOD_SAME] = per(now_ns() - t0, n);
+
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		heap_add(h, &wl->ht[wl->shuffled[i]], wl->far[wl->shuffled[i]]);
+	out[OP_MOD_FAR] = per(now_ns() - t0, n);
+
+	t0 = now_ns();
+	for (i = 0; i < n; i++)
+		heap_del(h, &wl->ht[wl->shuffled[i]]);
+	out[OP_DEL] = per(now_ns() - t0, n);
+
+	heap_fill(wl);
+	t0 = now_ns();
+	for (i = 0; i < wl->nr_hard; i++) {
+		heap_del(h, &wl->ht[wl->hard_in_order[i]]);
+		sink = heap_next_hard_expiry(h);
+	}
+	a = now_ns() - t0;
+	heap_fill(wl);
+	t0 = now_ns();
+	for (i = 0; i < wl->nr_hard; i++)
+		heap_del(h, &wl->ht[wl->hard_in_order[i]]);
+	b = now_ns() - t0;
+	out[OP_NEXT_HARD_RECOMPUTE] = a > b ? per(a - b, wl->nr_hard) : 0;
+
+	heap_fill(wl);
+	step = RANGE_NS / (n / TIMERS_PER_STEP ? n / TIMERS_PER_STEP : 1);
+	t0 = now_ns();
+	for (at = START_NS + step; ran < n; at += step)
+		ran += heap_advance(h, at);
+	out[OP_EXPIRE] = per(now_ns() - t0, n);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: wheel-bench [--json] [--n LIST] [--reps R] [--order O]\n"
+		"\n"
+		"Times the lull timer wheel and a binary min-heap on the same\n"
+		"operations in one process and prints the median ns per operation\n"
+		"over R repetitions (default %d), with the ratio heap/wheel.\n"
+		"Half of the N timers are deferrable; expiries are uniform over\n"
+		"~1.07 s; the wheel uses its default 1024 ns tick.\n"
+		"\n"
+		"  --n LIST   comma-separated timer counts (default\n"
+		"             1000,10000,100000,1000000)\n"
+		"  --reps R   repetitions per N (default %d)\n"
+		"  --order O  the order del, mod_same and mod_far visit timers:\n"
+		"             arm (default: the order they were added) or random\n"
+		"  --json     print one JSON object: {\"rows\": [{\"n\", \"op\",\n"
+		"             \"wheel_ns\", \"heap_ns\"}, ...]}\n"
+		"  --help     this text\n"
+		"\n"
+		"Operations: add, del, mod_same (another ns in the\n"
+		"same tick), mod_far (%.2f s later), next_hard_cached (query with\n"
+		"nothing changed), next_hard_recompute (query right after deleting\n"
+		"the earliest hard timer, measured as the difference between\n"
+		"delete+query and delete alone over all hard timers; clamped at 0),\n"
+		"expire (advancing in steps of ~%d due timers until all ran, per\n"
+		"timer run).\n",
+		DEFAULT_REPS, DEFAULT_REPS, FAR_NS / 1e9, TIMERS_PER_STEP);
+}
+
+static unsigned parse_n_list(const char *s, size_t *n)
+{
+	unsigned nr = 0;
+	char *end;
+
+	while (*s && nr < MAX_N) {
+		unsigned long long v = strtoull(s, &end, 10);
+
+		if (end == s || !v || (*end && *end != ',')) {
+			fprintf(stderr, "wheel-bench: bad --n list at '%s'\n", s);
+			exit(2);
+		}
+		n[nr++] = v;
+		s = *end ? end + 1 : end;
+	}
+	return nr;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "n", required_argument, NULL, 'n' },
+		{ "reps", required_argument, NULL, 'r' },
+		{ "order", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	size_t n[MAX_N] = { 1000, 10000, 100000, 1000000 };
+	unsigned nr_n = 4, reps = DEFAULT_REPS, i, r, op;
+	bool json = false, first = true, random_order = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'n':
+			nr_n = parse_n_list(optarg, n);
+			break;
+		case 'r':
+			reps = strtoul(optarg, NULL, 10);
+			if (!reps) {
+				fprintf(stderr, "wheel-bench: --reps must be > 0\n");
+				return 2;
+			}
+			break;
+		case 'o':
+			if (!strcmp(optarg, "random")) {
+				random_order = true;
+			} else if (strcmp(optarg, "arm")) {
+				fprintf(stderr, "wheel-bench: --order arm|random\n");
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	if (json)
+		printf("{\"rows\": [");
+	else
+		printf("%9s  %-20s %10s %10s %11s\n", "n", "op", "wheel_ns",
+		       "heap_ns", "heap/wheel");
+	for (i = 0; i < nr_n; i++) {
+		struct sample *s = xcalloc(reps, sizeof(*s));
+		struct workload wl;
+
+		workload_init(&wl, n[i], random_order);
+		for (r = 0; r < reps; r++) {
+			measure_wheel(&wl, s[r].wheel);
+			measure_heap(&wl, s[r].heap);
+		}
+		for (op = 0; op < NR_OPS; op++) {
+			double wv[reps], hv[reps], wm, hm;
+
+			for (r = 0; r < reps; r++) {
+				wv[r] = s[r].wheel[op];
+				hv[r] = s[r].heap[op];
+			}
+			wm = median(wv, reps);
+			hm = median(hv, reps);
+			if (json) {
+				printf("%s{\"n\": %zu, \"op\": \"%s\", "
+				       "\"wheel_ns\": %.2f, \"heap_ns\": %.2f}",
+				       first ? "" : ", ", n[i], op_name[op], wm,
+				       hm);
+				first = false;
+			} else {
+				printf("%9zu  %-20s %10.2f %10.2f %11.2f\n", n[i],
+				       op_name[op], wm, hm, wm > 0 ? hm / wm : 0);
+			}
+		}
+		fflush(stdout);
+		workload_free(&wl);
+		free(s);
+	}
+	if (json)
+		printf("]}\n");
+	return 0;
+}
