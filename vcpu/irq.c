@@ -2,17 +2,17 @@
 #include "irq.h"
 
 uint32_t irq_raise(struct irq_queue *q, uint8_t vector, uint32_t times,
-		   enum irq_source src, uint64_t since)
+		   bool accumulate, enum irq_source src, uint64_t since)
 {
 	uint32_t owed = q->owed[vector], merged = 0;
 
 	if (!times)
 		return 0;
 	if (owed) {
-		/* An edge on a vector already owed merges into it unless the
-		 * caller asked for several deliveries. */
-		merged = times == 1 ? 1 : 0;
-		times = times == 1 ? 0 : times;
+		if (!accumulate) {
+			merged = times;
+			times = 0;
+		}
 	} else {
 		q->pending[vector / 64] |= 1ull << (vector % 64);
 		q->since[vector] = since;

@@ -26,10 +26,12 @@ struct irq_queue {
 	uint8_t source[256];
 };
 
-/* Raises vector `times` times; returns how many raises merged into
- * deliveries already owed (or were dropped at the cap). */
+/* Raises vector `times` times. As an edge (accumulate false) a raise onto
+ * a vector still owed merges into it; accumulating, every raise is owed a
+ * delivery of its own. Returns how many raises merged or were dropped at
+ * the cap. */
 uint32_t irq_raise(struct irq_queue *q, uint8_t vector, uint32_t times,
-		   enum irq_source src, uint64_t since);
+		   bool accumulate, enum irq_source src, uint64_t since);
 bool irq_any_pending(const struct irq_queue *q);
 /* Highest pending vector, or -1. */
 int irq_highest(const struct irq_queue *q);

@@ -46,7 +46,7 @@ static void take_posted(struct vcpu *v)
 			unsigned b = (unsigned)__builtin_ctzll(bits);
 
 			bits &= bits - 1;
-			irq_raise(&v->irq, (uint8_t)(w * 64 + b), 1,
+			irq_raise(&v->irq, (uint8_t)(w * 64 + b), 1, false,
 				  IRQ_SRC_IPI, 0);
 		}
 	}

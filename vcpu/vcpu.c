@@ -116,13 +116,13 @@ void vcpu_post_vector(struct vcpu *v, uint8_t vector)
 }
 
 uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
-			  bool deferred, uint64_t expiry)
+			  bool accumulate, bool deferred, uint64_t expiry)
 {
 	if (deferred)
 		v->stats.timers_fired_deferred++;
 	else
 		v->stats.timers_fired_hard++;
-	return irq_raise(&v->irq, vector, times,
+	return irq_raise(&v->irq, vector, times, accumulate,
 			 deferred ? IRQ_SRC_DEFERRED : IRQ_SRC_HARD, expiry);
 }
 

@@ -105,9 +105,10 @@ void vcpu_kick(struct vcpu *v);
 void vcpu_post_vector(struct vcpu *v, uint8_t vector);
 
 /* From a timer callback on the vCPU's own thread: a timer that expired at
- * `expiry` raises vector `times` times. Returns raises merged or dropped. */
+ * `expiry` raises vector `times` times (see irq_raise for `accumulate`).
+ * Returns raises merged or dropped. */
 uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
-			  bool deferred, uint64_t expiry);
+			  bool accumulate, bool deferred, uint64_t expiry);
 
 /* General registers at the current exit, and writing them back. */
 struct kvm_regs *vcpu_regs(struct vcpu *v);

@@ -24,7 +24,8 @@ static void count(struct pvtimer_slot *s, uint64_t delivered, uint64_t merged)
  * them with the tick deferred, or was slow to come back) follows the
  * missed-ticks policy:
  *   one  - deliver one tick now, merge the rest (Xen one_missed_tick_pending)
- *   all  - deliver every tick, one per interrupt window (Xen
+ *   all  - deliver every tick, one per interrupt window, including ticks
+ *          that come due while an earlier one is still owed (Xen
  *          no_delay_for_missed_ticks)
  *   none - deliver nothing for a late tick; the next boundary ticks as
  *          usual (Xen no_missed_ticks_pending)
@@ -66,6 +67,7 @@ static void slot_expired(struct wheel_timer *t, uint64_t now)
 	}
 	/* A raise onto a vector still owed to the guest merges into it. */
 	merged_on_raise = vcpu_raise_timer(pv->vcpu, s->vector, (uint32_t)deliver,
+					   pv->missed_policy == LULL_MISSED_ALL,
 					   s->deferred, expiry);
 	count(s, deliver - merged_on_raise, merged + merged_on_raise);
 }
