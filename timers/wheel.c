@@ -27,6 +27,8 @@ enum timer_state {
 };
 
 #define SLOT_MASK ((uint64_t)WHEEL_SLOTS - 1)
+/* The add/del/mod paths are a handful of instructions each: keep them flat. */
+#define hot_inline inline __attribute__((always_inline))
 
 static uint64_t ceil_key(const struct wheel *w, uint64_t ns)
 {
@@ -73,8 +75,7 @@ static unsigned slot_of(uint64_t key, unsigned level)
 }
 
 /* First key of @slot at @level, given the current clock. */
-static uint64_t slot_start(const struct wheel *w, unsigned level,
-			   unsigned slot)
+static uint64_t slot_start(const struct wheel *w, unsigned level, unsigned slot)
 {
 	unsigned shift = level * WHEEL_LVL_BITS;
 	unsigned upper = shift + WHEEL_LVL_BITS;
@@ -92,8 +93,8 @@ static enum wheel_base_id base_for(const struct wheel_timer *t,
 }
 
 /* Append @t to its slot; @key >= w->clk. */
-static void place(struct wheel *w, struct wheel_base *b,
-		  struct wheel_timer *t, uint64_t key)
+static hot_inline void place(struct wheel *w, struct wheel_base *b,
+			     struct wheel_timer *t, uint64_t key)
 {
 	unsigned level = level_of(w, key);
 	unsigned slot = slot_of(key, level);
@@ -113,7 +114,7 @@ static void place(struct wheel *w, struct wheel_base *b,
 	t->state = TIMER_IN_SLOT;
 }
 
-static void unslot(struct wheel_base *b, struct wheel_timer *t)
+static hot_inline void unslot(struct wheel_base *b, struct wheel_timer *t)
 {
 	wheel_list_del(&t->link);
 	if (wheel_list_empty(&b->slot[t->level][t->slot])) {
@@ -128,8 +129,8 @@ static void unslot(struct wheel_base *b, struct wheel_timer *t)
  * them if it removes the minimum. A timer whose key was raised to the clock
  * (an expiry in the past) has ceil_key below the cache, so it spoils it too.
  */
-static void note_armed(struct wheel *w, struct wheel_base *b, uint64_t key,
-		       uint64_t wake)
+static hot_inline void note_armed(struct wheel *w, struct wheel_base *b,
+				  uint64_t key, uint64_t wake)
 {
 	b->min_key = min_u64(b->min_key, key);
 	b->min_wake = min_u64(b->min_wake, wake);
@@ -137,8 +138,8 @@ static void note_armed(struct wheel *w, struct wheel_base *b, uint64_t key,
 		w->next_hard = min_u64(w->next_hard, wake);
 }
 
-static void note_removed(struct wheel *w, struct wheel_base *b,
-			 const struct wheel_timer *t)
+static hot_inline void note_removed(struct wheel *w, struct wheel_base *b,
+				    const struct wheel_timer *t)
 {
 	if (timer_key(w, t) <= b->min_key)
 		b->min_key_valid = false;
@@ -189,8 +190,7 @@ void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift)
 		base_init(&w->base[i]);
 }
 
-void wheel_timer_init(struct wheel_timer *t, wheel_timer_fn fn,
-		      unsigned flags)
+void wheel_timer_init(struct wheel_timer *t, wheel_timer_fn fn, unsigned flags)
 {
 	t->link.next = NULL;
 	t->link.prev = NULL;
@@ -228,8 +228,8 @@ uint64_t wheel_timer_expires(const struct wheel_timer *t)
  * query: ceil_tick(expires + tolerance) in the tolerant base, the (clamped)
  * key's time in the hard base, and WHEEL_NEVER in the deferred base.
  */
-static inline int rearm(struct wheel *w, struct wheel_timer *t,
-			uint64_t expires, uint64_t tolerance)
+static hot_inline int rearm(struct wheel *w, struct wheel_timer *t,
+			    uint64_t expires, uint64_t tolerance)
 {
 	enum wheel_base_id id = base_for(t, tolerance);
 	struct wheel_base *b = &w->base[id];
@@ -240,8 +240,8 @@ static inline int rearm(struct wheel *w, struct wheel_timer *t,
 	if (key < w->clk)
 		key = w->clk; /* already due: it runs at the next advance */
 	if (id == WHEEL_BASE_TOLERANT)
-		wake = key_to_ns(w, ceil_key(w, add_saturating(expires,
-							       tolerance)));
+		wake = key_to_ns(
+			w, ceil_key(w, add_saturating(expires, tolerance)));
 	else if (id == WHEEL_BASE_HARD)
 		wake = key_to_ns(w, key);
 

@@ -122,8 +122,7 @@ struct wheel {
 };
 
 void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift);
-void wheel_timer_init(struct wheel_timer *t, wheel_timer_fn fn,
-		      unsigned flags);
+void wheel_timer_init(struct wheel_timer *t, wheel_timer_fn fn, unsigned flags);
 int wheel_timer_set_flags(struct wheel_timer *t, unsigned flags);
 bool wheel_timer_pending(const struct wheel_timer *t);
 uint64_t wheel_timer_expires(const struct wheel_timer *t);

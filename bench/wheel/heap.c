@@ -41,7 +41,8 @@ static void sift_down(struct heap *q, size_t i)
 
 		if (child >= q->nr)
 			break;
-		if (child + 1 < q->nr && before(q->node[child + 1], q->node[child]))
+		if (child + 1 < q->nr &&
+		    before(q->node[child + 1], q->node[child]))
 			child++;
 		if (!before(q->node[child], t))
 			break;
@@ -130,8 +131,10 @@ unsigned heap_advance(struct heap_timers *h, uint64_t now)
 	unsigned ran = 0;
 
 	for (;;) {
-		struct heap_timer *hard = h->kind[0].nr ? h->kind[0].node[0] : NULL;
-		struct heap_timer *def = h->kind[1].nr ? h->kind[1].node[0] : NULL;
+		struct heap_timer *hard =
+			h->kind[0].nr ? h->kind[0].node[0] : NULL;
+		struct heap_timer *def =
+			h->kind[1].nr ? h->kind[1].node[0] : NULL;
 		struct heap_timer *t = hard;
 
 		if (!t || (def && before(def, t)))

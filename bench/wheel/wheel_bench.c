@@ -36,8 +36,13 @@ enum op {
 };
 
 static const char *const op_name[NR_OPS] = {
-	"add",			"del",	   "mod_same",		     "mod_far",
-	"next_hard_cached", "next_hard_recompute", "expire",
+	"add",
+	"del",
+	"mod_same",
+	"mod_far",
+	"next_hard_cached",
+	"next_hard_recompute",
+	"expire",
 };
 
 struct sample {
@@ -104,7 +109,8 @@ static const uint64_t *sort_key;
 
 static int by_expiry(const void *a, const void *b)
 {
-	uint64_t x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
+	uint64_t x = sort_key[*(const size_t *)a],
+		 y = sort_key[*(const size_t *)b];
 
 	return x < y ? -1 : x > y;
 }
@@ -134,8 +140,8 @@ static void workload_init(struct workload *wl, size_t n, bool random_order)
 
 		wl->expires[i] = START_NS + 1 + next_rand() % RANGE_NS;
 		/* Another ns inside the same tick: the same wheel slot. */
-		wl->same_tick[i] = (wl->expires[i] & ~(tick - 1)) +
-				   next_rand() % tick;
+		wl->same_tick[i] =
+			(wl->expires[i] & ~(tick - 1)) + next_rand() % tick;
 		wl->far[i] = wl->expires[i] + FAR_NS;
 		wl->shuffled[i] = i;
 		if (!deferrable)
@@ -226,8 +232,8 @@ static void measure_wheel(struct workload *wl, double *out)
 
 	t0 = now_ns();
 	for (i = 0; i < n; i++)
-		wheel_mod(w, &wl->wt[wl->shuffled[i]],
-			  wl->far[wl->shuffled[i]], 0);
+		wheel_mod(w, &wl->wt[wl->shuffled[i]], wl->far[wl->shuffled[i]],
+			  0);
 	out[OP_MOD_FAR] = per(now_ns() - t0, n);
 
 	t0 = now_ns();
@@ -370,7 +376,8 @@ static unsigned parse_n_list(const char *s, size_t *n)
 		unsigned long long v = strtoull(s, &end, 10);
 
 		if (end == s || !v || (*end && *end != ',')) {
-			fprintf(stderr, "wheel-bench: bad --n list at '%s'\n", s);
+			fprintf(stderr, "wheel-bench: bad --n list at '%s'\n",
+				s);
 			exit(2);
 		}
 		n[nr++] = v;
@@ -405,7 +412,8 @@ int main(int argc, char **argv)
 		case 'r':
 			reps = strtoul(optarg, NULL, 10);
 			if (!reps) {
-				fprintf(stderr, "wheel-bench: --reps must be > 0\n");
+				fprintf(stderr,
+					"wheel-bench: --reps must be > 0\n");
 				return 2;
 			}
 			break;
@@ -413,7 +421,8 @@ int main(int argc, char **argv)
 			if (!strcmp(optarg, "random")) {
 				random_order = true;
 			} else if (strcmp(optarg, "arm")) {
-				fprintf(stderr, "wheel-bench: --order arm|random\n");
+				fprintf(stderr,
+					"wheel-bench: --order arm|random\n");
 				return 2;
 			}
 			break;
@@ -460,8 +469,9 @@ int main(int argc, char **argv)
 				       hm);
 				first = false;
 			} else {
-				printf("%9zu  %-20s %10.2f %10.2f %11.2f\n", n[i],
-				       op_name[op], wm, hm, wm > 0 ? hm / wm : 0);
+				printf("%9zu  %-20s %10.2f %10.2f %11.2f\n",
+				       n[i], op_name[op], wm, hm,
+				       wm > 0 ? hm / wm : 0);
 			}
 		}
 		fflush(stdout);

@@ -18,10 +18,10 @@
 #include "model.h"
 #include "wheel.h"
 
-#define CHECK(cond, ...)                                  \
-	do {                                              \
-		if (!(cond))                              \
-			cr_assert_fail(__VA_ARGS__);      \
+#define CHECK(cond, ...)                             \
+	do {                                         \
+		if (!(cond))                         \
+			cr_assert_fail(__VA_ARGS__); \
 	} while (0)
 
 #define MAX_TIMERS 256
@@ -92,7 +92,8 @@ static uint64_t random_expiry(struct harness *h)
 	if (r < 9)
 		return UINT64_MAX - below(h, 4 * h->tick);
 	if (r < 18)
-		return now - below(h, now < 8 * h->tick ? now + 1 : 8 * h->tick);
+		return now -
+		       below(h, now < 8 * h->tick ? now + 1 : 8 * h->tick);
 	if (r < 45) /* near: the same slot, the next few ticks */
 		return sat_add(now, below(h, 4 * h->tick));
 	if (r < 52) /* exactly on ticks and level boundaries */
@@ -160,7 +161,7 @@ static void arm(struct harness *h, unsigned id)
 	      "seed %" PRIu64 ": timer %u not pending after add", h->seed, id);
 }
 
-static void delete(struct harness *h, unsigned id)
+static void delete (struct harness *h, unsigned id)
 {
 	int got = wheel_del(&h->w, &h->tt[id].t);
 	int want = model_del(&h->m, id);
@@ -199,7 +200,8 @@ static void check_lateness(struct harness *h, const struct model_timer *mt,
 		h->runs_checked++;
 	} else if (h->mode == ADVANCE_IDLE && model_hard_wakes(mt)) {
 		CHECK(late < sat_add(mt->tolerance, h->tick),
-		      "seed %" PRIu64 ": %" PRIu64 " ns late, tolerance %" PRIu64,
+		      "seed %" PRIu64 ": %" PRIu64
+		      " ns late, tolerance %" PRIu64,
 		      h->seed, late, mt->tolerance);
 		h->runs_checked++;
 	}
@@ -231,11 +233,11 @@ static void on_expiry(struct wheel_timer *t, uint64_t now)
 	if (r < 20) {
 		arm(h, tt->id); /* periodic, or a one-shot re-armed anywhere */
 	} else if (r < 35) {
-		delete(h, below(h, h->nr));
+		delete (h, below(h, h->nr));
 	} else if (r < 45) {
 		arm(h, below(h, h->nr));
 	} else if (r < 50) {
-		delete(h, tt->id); /* already not pending: a no-op */
+		delete (h, tt->id); /* already not pending: a no-op */
 	}
 }
 
@@ -286,8 +288,8 @@ static void advance(struct harness *h)
 	got = wheel_advance(&h->w, to);
 
 	CHECK(next_expected(h) < 0,
-	      "seed %" PRIu64 " op %lu: the wheel skipped a due timer",
-	      h->seed, h->ops);
+	      "seed %" PRIu64 " op %lu: the wheel skipped a due timer", h->seed,
+	      h->ops);
 	CHECK(got == h->ran, "seed %" PRIu64 ": advance returned %u, ran %u",
 	      h->seed, got, h->ran);
 }
@@ -342,7 +344,7 @@ static void run_round(struct harness *h, unsigned long nr_ops)
 		if (r < 40)
 			arm(h, id);
 		else if (r < 55)
-			delete(h, id);
+			delete (h, id);
 		else if (r < 60)
 			set_flags(h, id);
 		else
@@ -370,8 +372,9 @@ Test(timers_differential, random_ops_match_model, .timeout = 110)
 	h->seed = env_u64("LULL_TEST_SEED",
 			  (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec);
 	h->rng = h->seed;
-	fprintf(stderr, "timers_differential: LULL_TEST_SEED=%" PRIu64
-			" LULL_TEST_OPS=%lu\n",
+	fprintf(stderr,
+		"timers_differential: LULL_TEST_SEED=%" PRIu64
+		" LULL_TEST_OPS=%lu\n",
 		h->seed, total);
 
 	while (h->ops < total) {
