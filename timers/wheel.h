@@ -21,6 +21,8 @@
  *  - Timers armed from a callback never run in the advance that called it
  *    (so a periodic timer re-armed in the past cannot loop forever); a
  *    pending timer deleted or re-armed by a callback does not run either.
+ *    A callback may add, modify and delete any timer, but must not call
+ *    wheel_advance.
  *  - Not thread-safe: one wheel belongs to one vCPU thread. A wheel and its
  *    pending timers must not be moved in memory (they hold list pointers).
  *
