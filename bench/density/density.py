@@ -206,8 +206,17 @@ class VM:
             self.failure = why
 
 
+CHILD_NICE = None   # the niceness VMs run at when the harness raised its own priority
+
+
 def set_pdeathsig():
-    """In the child between fork and exec: die with the benchmark."""
+    """In the child between fork and exec: die with the benchmark, and run at
+    the niceness the benchmark started with."""
+    try:
+        if CHILD_NICE is not None:
+            os.setpriority(os.PRIO_PROCESS, 0, CHILD_NICE)
+    except OSError:
+        pass
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -315,8 +324,10 @@ class Point:
             vm.phase_at_exit = self.phase
             OWNED.pop(vm.pid, None)
             if self.phase in ("spawn", "boot", "measure") and not vm.term_sent:
+                self.drain(0)
+                why = vm.last_line(vm.err) or vm.last_line(vm.out)
                 vm.fail(f"exited with status {rc} during {self.phase}"
-                        + (f": {vm.last_line(vm.err)}" if vm.err.strip() else ""))
+                        + (f": {why}" if why else ""))
 
     def live(self):
         return [vm for vm in self.vms if vm.popen is not None and vm.rc is None]
@@ -384,6 +395,10 @@ class Point:
             self.phase = "spawn"
             t0 = time.monotonic()
             for i in range(self.n):
+                if time.monotonic() - t0 > self.boot_timeout:
+                    self.not_started = (f"not started: spawning took longer than the boot "
+                                        f"timeout {self.boot_timeout:.1f} s (host saturated)")
+                    break
                 vm = VM(i, self.mode)
                 self.vms.append(vm)
                 self.spawn(vm)
@@ -564,8 +579,11 @@ class Point:
         m["max_lateness_us"] = max(maxs) / 1e3 if maxs else None
         m["guest_p99_lateness_us"] = max(gp99) / 1e3 if gp99 else None
         fails = [f"VM {vm.idx} (pid {vm.pid}): {vm.failure}" for vm in self.vms if vm.failure]
-        fails += [f"VM {i}: never started" for i in range(len(self.vms), self.n)]
-        m["failed"] = len(fails)
+        if len(self.vms) < self.n:
+            fails.append(f"VMs {len(self.vms)}..{self.n - 1} ({self.n - len(self.vms)}): "
+                         + getattr(self, "not_started", "never started"))
+        m["vms_started"] = len(self.vms)
+        m["failed"] = sum(1 for vm in self.vms if vm.failure) + self.n - len(self.vms)
         m["failures"] = fails
         return m
 
@@ -857,6 +875,11 @@ is stopped, exits with a status other than the planned one (lull: 143 after
 SIGTERM or 0; QEMU: 0 after SIGTERM or 1 = guest exit 0), ignores SIGTERM
 for --grace seconds, or prints a guest FAIL line.
 
+Spawning stops when the boot timeout runs out; VMs not started count as
+failed. The harness raises its own priority by 10 nice levels when allowed
+(so spawning and first-byte timestamps lag less on a saturated host); the
+VMs run at the niceness the benchmark was started with.
+
 Metrics: CPU % is of ONE core (100 = one core busy; the machine has {NCPU}),
 summed over every thread of the VM processes from
 /proc/PID/task/TID/schedstat. Wakeups/s: voluntary_ctxt_switches from
@@ -900,7 +923,8 @@ every VM this script started and writes the partial results.""")
     ap.add_argument("--p99-bound-us", type=float, default=1000.0, metavar="US",
                     help="SLO: hard-timer p99 lateness bound in µs (default 1000)")
     ap.add_argument("--boot-timeout", type=float, default=None, metavar="S",
-                    help="seconds from the first spawn for all N to print (default 5 + 0.05*N)")
+                    help="seconds from the first spawn for all N to be started and print "
+                         "(default 5 + 0.05*N)")
     ap.add_argument("--stop", choices=("auto", "term", "exit"), default="auto",
                     help="after the window: term = SIGTERM at once, exit = let the guests finish "
                          "(the guest prints its own lateness), auto = term for lull, exit for qemu")
@@ -1002,6 +1026,16 @@ def main(argv):
         return 69
     qemu = shutil.which(cfg.qemu)
     cfg.qemu = qemu or cfg.qemu
+    # The harness (spawning, first-byte timestamps, /proc reads) runs at a higher
+    # priority than the VMs when allowed, so a saturated host delays it less;
+    # the VMs themselves run at the niceness we were started with.
+    global CHILD_NICE
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, max(-20, base - 10))
+        CHILD_NICE = base
+    except OSError:
+        pass
     warn = raise_nofile(max(cfg.vms))
     if warn:
         progress.note("density: warning: " + warn)
