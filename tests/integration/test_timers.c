@@ -157,8 +157,11 @@ Test(timers, idle_strict_wakes_the_host_per_tick)
 	for (unsigned i = 0; i < 4; i++) {
 		fired = vcpu_stat(json, i, "timers_fired_hard");
 		wakeups = vcpu_stat(json, i, "host_wakeups");
-		/* 1 s of a 10 ms tick: about 100; far fewer means no tick. */
-		cr_assert_geq(fired, 30, "vCPU %u: only %lu hard expiries:\n%s",
+		/*
+		 * 1 s of a 10 ms tick: about 100 (a host loaded far past
+		 * its cores still gets 30); far fewer means no tick.
+		 */
+		cr_assert_geq(fired, 20, "vCPU %u: only %lu hard expiries:\n%s",
 			      i, fired, json);
 		cr_assert_geq(2 * wakeups, fired,
 			      "vCPU %u: %lu wakeups for %lu expiries:\n%s", i,
