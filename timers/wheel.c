@@ -29,47 +29,78 @@ enum timer_state {
 #define SLOT_MASK ((uint64_t)WHEEL_SLOTS - 1)
 /* The add/del/mod paths are a handful of instructions each: keep them flat. */
 #define hot_inline inline __attribute__((always_inline))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+/*
+ * A coarse slot with at most this many timers is scanned for its earliest
+ * key rather than sorted: repeated scans are cheaper than the radix sort's
+ * fixed cost until the slot is a few dozen timers long.
+ */
+#define SCAN_MAX 16
 
-static uint64_t ceil_key(const struct wheel *w, uint64_t ns)
+static hot_inline unsigned timer_state(const struct wheel_timer *t)
 {
-	uint64_t part = ns & ((1ull << w->tick_shift) - 1);
+	return (t->priv & PRIV_STATE_MASK) >> PRIV_STATE_SHIFT;
+}
 
-	return (ns >> w->tick_shift) + (part != 0);
+static hot_inline unsigned timer_base(const struct wheel_timer *t)
+{
+	return (t->priv & PRIV_BASE_MASK) >> PRIV_BASE_SHIFT;
+}
+
+static hot_inline unsigned timer_pos(const struct wheel_timer *t)
+{
+	return (t->priv & PRIV_POS_MASK) >> PRIV_POS_SHIFT;
+}
+
+static hot_inline bool timer_deferrable(const struct wheel_timer *t)
+{
+	return t->priv & PRIV_DEFERRABLE;
+}
+
+static hot_inline void set_state(struct wheel_timer *t, unsigned state)
+{
+	t->priv = (t->priv & ~PRIV_STATE_MASK) |
+		  (uint64_t)state << PRIV_STATE_SHIFT;
+}
+
+static hot_inline uint64_t ceil_key(const struct wheel *w, uint64_t ns)
+{
+	return wheel_key_of(ns, w->tick_shift);
 }
 
 /* A key's start time; the key past UINT64_MAX saturates to WHEEL_NEVER. */
-static uint64_t key_to_ns(const struct wheel *w, uint64_t key)
+static hot_inline uint64_t key_to_ns(const struct wheel *w, uint64_t key)
 {
 	if (key > (WHEEL_NEVER >> w->tick_shift))
 		return WHEEL_NEVER;
 	return key << w->tick_shift;
 }
 
-static uint64_t add_saturating(uint64_t a, uint64_t b)
+static hot_inline uint64_t add_saturating(uint64_t a, uint64_t b)
 {
 	return a > WHEEL_NEVER - b ? WHEEL_NEVER : a + b;
 }
 
-static uint64_t min_u64(uint64_t a, uint64_t b)
+static hot_inline uint64_t min_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
 }
 
-static uint64_t timer_key(const struct wheel *w, const struct wheel_timer *t)
+static hot_inline uint64_t timer_key(const struct wheel *w,
+				     const struct wheel_timer *t)
 {
 	return ceil_key(w, t->expires);
 }
 
-static unsigned level_of(const struct wheel *w, uint64_t key)
+/* Level of @key: the 6-bit group of its highest bit that differs from clk. */
+static hot_inline unsigned level_of(const struct wheel *w, uint64_t key)
 {
-	uint64_t diff = key ^ w->clk;
-
-	if (!diff)
-		return 0;
-	return (63 - __builtin_clzll(diff)) / WHEEL_LVL_BITS;
+	/* | 1: a key equal to the clock is level 0, and clz(0) is undefined. */
+	return (63 - __builtin_clzll((key ^ w->clk) | 1)) / WHEEL_LVL_BITS;
 }
 
-static unsigned slot_of(uint64_t key, unsigned level)
+static hot_inline unsigned slot_of(uint64_t key, unsigned level)
 {
 	return (key >> (level * WHEEL_LVL_BITS)) & SLOT_MASK;
 }
@@ -84,69 +115,96 @@ static uint64_t slot_start(const struct wheel *w, unsigned level, unsigned slot)
 	return prefix | ((uint64_t)slot << shift);
 }
 
-static enum wheel_base_id base_for(const struct wheel_timer *t,
-				   uint64_t tolerance)
+static hot_inline enum wheel_base_id base_for(bool deferrable,
+					      uint64_t tolerance)
 {
 	if (tolerance)
 		return WHEEL_BASE_TOLERANT;
-	return t->deferrable ? WHEEL_BASE_DEFERRED : WHEEL_BASE_HARD;
+	return deferrable ? WHEEL_BASE_DEFERRED : WHEEL_BASE_HARD;
 }
 
-/* Append @t to its slot; @key >= w->clk. */
-static hot_inline void place(struct wheel *w, struct wheel_base *b,
-			     struct wheel_timer *t, uint64_t key)
+/*
+ * Link @t at the head of its slot; @key >= w->clk. A slot stays marked in
+ * key order while each new head expires no later than the old one (a
+ * conservative test: equal keys with a later expiry also clear it), which
+ * holds for free when timers are armed in expiry order. The test is
+ * branch-free: with random expiries it would mispredict half the time.
+ * Returns the position bits of the priv word.
+ */
+static hot_inline uint64_t place(struct wheel *w, struct wheel_base *b,
+				 struct wheel_timer *t, uint64_t key)
 {
 	unsigned level = level_of(w, key);
 	unsigned slot = slot_of(key, level);
-	struct wheel_link *head = &b->slot[level][slot];
-	uint64_t bit = 1ull << slot;
+	struct wheel_link **head = &b->slot[level][slot];
+	struct wheel_link *first = *head;
 
-	if (!(b->occupied[level] & bit)) {
-		b->occupied[level] |= bit;
+	t->link.next = first;
+	t->link.pprev = head;
+	*head = &t->link;
+	if (likely(first)) {
+		uint64_t later = t->expires > wheel_timer_of(first)->expires;
+
+		first->pprev = &t->link.next;
+		b->in_order[level] &= ~(later << slot);
+	} else {
+		b->occupied[level] |= 1ull << slot;
 		b->level_mask |= 1ull << level;
-		b->in_order[level] |= bit;
-	} else if (level && t->expires < wheel_timer_of(head->prev)->expires) {
-		b->in_order[level] &= ~bit; /* level 0 slots hold one key */
+		b->in_order[level] |= 1ull << slot;
 	}
-	wheel_list_add_tail(&t->link, head);
-	t->level = level;
-	t->slot = slot;
-	t->state = TIMER_IN_SLOT;
+	return (uint64_t)(level << WHEEL_LVL_BITS | slot) << PRIV_POS_SHIFT;
 }
 
 static hot_inline void unslot(struct wheel_base *b, struct wheel_timer *t)
 {
+	unsigned pos = timer_pos(t);
+	unsigned level = pos >> WHEEL_LVL_BITS, slot = pos & SLOT_MASK;
+
 	wheel_list_del(&t->link);
-	if (wheel_list_empty(&b->slot[t->level][t->slot])) {
-		b->occupied[t->level] &= ~(1ull << t->slot);
-		if (!b->occupied[t->level])
-			b->level_mask &= ~(1ull << t->level);
+	if (!b->slot[level][slot]) {
+		b->occupied[level] &= ~(1ull << slot);
+		if (!b->occupied[level])
+			b->level_mask &= ~(1ull << level);
 	}
 }
 
 /*
  * The cached minima only ever move down on arm; a removal can only spoil
- * them if it removes the minimum. A timer whose key was raised to the clock
- * (an expiry in the past) has ceil_key below the cache, so it spoils it too.
+ * them if it removes the minimum. Per base, ->min_at is the earliest key as
+ * a time (ceil_tick), so in the hard base it equals the earliest ->wake.
+ * ->wake is WHEEL_NEVER in the deferred base, so the wheel-wide minimum can
+ * take every base's wake without asking which base it is.
  */
 static hot_inline void note_armed(struct wheel *w, struct wheel_base *b,
-				  uint64_t key, uint64_t wake)
+				  enum wheel_base_id id, uint64_t at,
+				  uint64_t wake)
 {
-	b->min_key = min_u64(b->min_key, key);
-	b->min_wake = min_u64(b->min_wake, wake);
-	if (b != &w->base[WHEEL_BASE_DEFERRED])
-		w->next_hard = min_u64(w->next_hard, wake);
+	b->min_at = min_u64(b->min_at, at);
+	if (id == WHEEL_BASE_TOLERANT)
+		b->min_wake = min_u64(b->min_wake, wake);
+	w->next_hard = min_u64(w->next_hard, wake);
 }
 
+/*
+ * A timer whose key was raised to the clock (an expiry in the past) has a
+ * ceil_tick below the cache, so it spoils it too: conservative, never wrong.
+ * A WHEEL_NEVER wake never decides a minimum: removing it changes nothing.
+ */
 static hot_inline void note_removed(struct wheel *w, struct wheel_base *b,
+				    enum wheel_base_id id,
 				    const struct wheel_timer *t)
 {
-	if (timer_key(w, t) <= b->min_key)
-		b->min_key_valid = false;
-	if (t->wake <= b->min_wake)
-		b->min_wake_valid = false;
-	if (t->base != WHEEL_BASE_DEFERRED && t->wake <= w->next_hard)
-		w->next_hard_valid = false;
+	uint64_t at = id == WHEEL_BASE_HARD ? t->wake :
+					      key_to_ns(w, timer_key(w, t));
+
+	if (at <= b->min_at)
+		b->min_at_valid = false;
+	if (t->wake != WHEEL_NEVER) {
+		if (id == WHEEL_BASE_TOLERANT && t->wake <= b->min_wake)
+			b->min_wake_valid = false;
+		if (t->wake <= w->next_hard)
+			w->next_hard_valid = false;
+	}
 }
 
 static void base_init(struct wheel_base *b)
@@ -158,11 +216,11 @@ static void base_init(struct wheel_base *b)
 		b->occupied[level] = 0;
 		b->in_order[level] = 0;
 		for (slot = 0; slot < WHEEL_SLOTS; slot++)
-			wheel_list_init(&b->slot[level][slot]);
+			b->slot[level][slot] = NULL;
 	}
-	b->min_key = WHEEL_NEVER;
+	b->min_at = WHEEL_NEVER;
 	b->min_wake = WHEEL_NEVER;
-	b->min_key_valid = true;
+	b->min_at_valid = true;
 	b->min_wake_valid = true;
 }
 
@@ -185,7 +243,7 @@ void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift)
 	w->stat_backwards = 0;
 	w->stat_fired_hard = 0;
 	w->stat_fired_deferrable = 0;
-	wheel_list_init(&w->due);
+	w->due = NULL;
 	for (i = 0; i < WHEEL_NR_BASES; i++)
 		base_init(&w->base[i]);
 }
@@ -193,29 +251,27 @@ void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift)
 void wheel_timer_init(struct wheel_timer *t, wheel_timer_fn fn, unsigned flags)
 {
 	t->link.next = NULL;
-	t->link.prev = NULL;
+	t->link.pprev = NULL;
 	t->expires = 0;
 	t->wake = WHEEL_NEVER;
 	t->fn = fn;
-	t->seq = 0;
-	t->slot = 0;
-	t->level = 0;
-	t->state = TIMER_IDLE;
-	t->base = WHEEL_BASE_HARD;
-	t->deferrable = !!(flags & WHEEL_DEFERRABLE);
+	t->priv = (uint64_t)TIMER_IDLE << PRIV_STATE_SHIFT |
+		  (flags & WHEEL_DEFERRABLE ? PRIV_DEFERRABLE : 0);
 }
 
 int wheel_timer_set_flags(struct wheel_timer *t, unsigned flags)
 {
-	if (t->state != TIMER_IDLE)
+	if (timer_state(t) != TIMER_IDLE)
 		return -EBUSY;
-	t->deferrable = !!(flags & WHEEL_DEFERRABLE);
+	t->priv &= ~PRIV_DEFERRABLE;
+	if (flags & WHEEL_DEFERRABLE)
+		t->priv |= PRIV_DEFERRABLE;
 	return 0;
 }
 
 bool wheel_timer_pending(const struct wheel_timer *t)
 {
-	return t->state != TIMER_IDLE;
+	return timer_state(t) != TIMER_IDLE;
 }
 
 uint64_t wheel_timer_expires(const struct wheel_timer *t)
@@ -223,126 +279,247 @@ uint64_t wheel_timer_expires(const struct wheel_timer *t)
 	return t->expires;
 }
 
-/*
- * Arm or re-arm @t. ->wake is what the timer contributes to the host wake-up
- * query: ceil_tick(expires + tolerance) in the tolerant base, the (clamped)
- * key's time in the hard base, and WHEEL_NEVER in the deferred base.
- */
-static hot_inline int rearm(struct wheel *w, struct wheel_timer *t,
-			    uint64_t expires, uint64_t tolerance)
+/* ->wake: see rearm(). */
+static hot_inline uint64_t wake_of(const struct wheel *w, enum wheel_base_id id,
+				   uint64_t key, uint64_t expires,
+				   uint64_t tolerance)
 {
-	enum wheel_base_id id = base_for(t, tolerance);
+	if (id == WHEEL_BASE_HARD)
+		return key_to_ns(w, key);
+	if (id == WHEEL_BASE_DEFERRED)
+		return WHEEL_NEVER;
+	return key_to_ns(w, ceil_key(w, add_saturating(expires, tolerance)));
+}
+
+/*
+ * Link an idle (or just unlinked) @t into base @id. The whole priv word is
+ * written at once: the arm sequence, position, state, base and flag.
+ */
+static hot_inline void arm(struct wheel *w, struct wheel_timer *t,
+			   enum wheel_base_id id, uint64_t key,
+			   uint64_t expires, uint64_t wake)
+{
 	struct wheel_base *b = &w->base[id];
-	uint64_t key = ceil_key(w, expires);
-	uint64_t wake = WHEEL_NEVER;
-	int was_pending = t->state != TIMER_IDLE;
-
-	if (key < w->clk)
-		key = w->clk; /* already due: it runs at the next advance */
-	if (id == WHEEL_BASE_TOLERANT)
-		wake = key_to_ns(
-			w, ceil_key(w, add_saturating(expires, tolerance)));
-	else if (id == WHEEL_BASE_HARD)
-		wake = key_to_ns(w, key);
-
-	if (t->state == TIMER_IN_SLOT) {
-		struct wheel_base *old = &w->base[t->base];
-		unsigned level = level_of(w, key);
-
-		note_removed(w, old, t);
-		if (old == b && t->level == level &&
-		    t->slot == slot_of(key, level)) {
-			/*
-			 * Same slot: nothing moves. Run order comes from
-			 * (expires, seq), not from the place in the slot; only
-			 * a sorted upper slot may stop being sorted.
-			 */
-			if (level && expires != t->expires)
-				b->in_order[level] &= ~(1ull << t->slot);
-			t->expires = expires;
-			t->wake = wake;
-			t->seq = w->next_seq++;
-			note_armed(w, b, key, wake);
-			return 1;
-		}
-		unslot(old, t);
-	} else if (t->state == TIMER_DUE) {
-		wheel_list_del(&t->link);
-	} else {
-		w->nr_pending[t->deferrable]++;
-	}
+	uint64_t priv = (t->priv & PRIV_DEFERRABLE) |
+			(w->next_seq++ & PRIV_SEQ_MASK) |
+			(uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT |
+			(uint64_t)id << PRIV_BASE_SHIFT;
 
 	t->expires = expires;
 	t->wake = wake;
-	t->seq = w->next_seq++;
-	t->base = id;
-	place(w, b, t, key);
-	note_armed(w, b, key, wake);
-	return was_pending;
+	t->priv = priv | place(w, b, t, key);
+	note_armed(w, b, id, id == WHEEL_BASE_HARD ? wake : key_to_ns(w, key),
+		   wake);
+}
+
+/*
+ * Arm with a tolerance, or re-arm a pending @t. ->wake is what the timer contributes to the host
+ * wake-up query: ceil_tick(expires + tolerance) in the tolerant base, the
+ * (clamped) key's time in the hard base, and WHEEL_NEVER in the deferred
+ * base.
+ */
+static __attribute__((noinline)) int rearm(struct wheel *w,
+					   struct wheel_timer *t,
+					   uint64_t expires, uint64_t tolerance)
+{
+	bool deferrable = timer_deferrable(t);
+	enum wheel_base_id id = base_for(deferrable, tolerance);
+	enum wheel_base_id old_id = timer_base(t);
+	uint64_t key = ceil_key(w, expires);
+	uint64_t wake;
+
+	if (key < w->clk)
+		key = w->clk; /* already due: it runs at the next advance */
+	wake = wake_of(w, id, key, expires, tolerance);
+
+	if (timer_state(t) == TIMER_IN_SLOT) {
+		struct wheel_base *b = &w->base[old_id];
+		unsigned level = level_of(w, key);
+		unsigned slot = slot_of(key, level);
+
+		if (old_id == id &&
+		    timer_pos(t) == (level << WHEEL_LVL_BITS | slot)) {
+			/*
+			 * Same slot: nothing moves. Run order comes from
+			 * (expires, seq), not from the place in the slot.
+			 */
+			note_removed(w, b, id, t);
+			if (level && key != timer_key(w, t))
+				b->in_order[level] &= ~(1ull << slot);
+			t->expires = expires;
+			t->wake = wake;
+			t->priv = (t->priv & ~PRIV_SEQ_MASK) |
+				  (w->next_seq++ & PRIV_SEQ_MASK);
+			note_armed(w, b, id, key_to_ns(w, key), wake);
+			return 1;
+		}
+		note_removed(w, b, old_id, t);
+		unslot(b, t);
+	} else if (timer_state(t) == TIMER_DUE) {
+		wheel_list_del(&t->link); /* off the due list */
+	} else {
+		w->nr_pending[deferrable]++;
+		arm(w, t, id, key, expires, wake);
+		return 0;
+	}
+	arm(w, t, id, key, expires, wake);
+	return 1;
+}
+
+/*
+ * The hottest path: arm an idle timer with no tolerance, so in the hard or
+ * the deferred base (WHEEL_BASE_DEFERRED is 1: the flag bit picks the base).
+ * Written out flat so that it compiles to straight-line code.
+ */
+static_assert(WHEEL_BASE_HARD == 0 && WHEEL_BASE_DEFERRED == 1,
+	      "add_idle() picks the base from the deferrable bit");
+
+static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
+				uint64_t expires, uint64_t priv)
+{
+	uint64_t clk = w->clk, key = ceil_key(w, expires);
+	uint64_t deferrable = (priv & PRIV_DEFERRABLE) >> 62, at, wake;
+	struct wheel_base *b = &w->base[deferrable];
+	struct wheel_link **head, *first;
+	unsigned level, slot;
+
+	if (unlikely(key < clk))
+		key = clk; /* already due: it runs at the next advance */
+	at = key_to_ns(w, key);
+	wake = at | -deferrable; /* WHEEL_NEVER if deferrable */
+	level = level_of(w, key);
+	slot = slot_of(key, level);
+
+	head = &b->slot[level][slot];
+	first = *head;
+	t->link.next = first;
+	t->link.pprev = head;
+	*head = &t->link;
+	if (likely(first)) {
+		uint64_t later = expires > wheel_timer_of(first)->expires;
+
+		first->pprev = &t->link.next;
+		b->in_order[level] &= ~(later << slot);
+	} else {
+		b->occupied[level] |= 1ull << slot;
+		b->level_mask |= 1ull << level;
+		b->in_order[level] |= 1ull << slot;
+	}
+	t->expires = expires;
+	t->wake = wake;
+	t->priv = (priv & PRIV_DEFERRABLE) | (w->next_seq++ & PRIV_SEQ_MASK) |
+		  (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT |
+		  deferrable << PRIV_BASE_SHIFT |
+		  (uint64_t)(level << WHEEL_LVL_BITS | slot) << PRIV_POS_SHIFT;
+	b->min_at = min_u64(b->min_at, at);
+	w->next_hard = min_u64(w->next_hard, wake);
+	w->nr_pending[deferrable]++;
+}
+
+/*
+ * Arm or re-arm. The two hot cases stay inline: arming an idle timer, and
+ * moving a pending one to another expiry in the same tick with no tolerance
+ * (same key, same slot, same wake: only the expiry and the arm order change).
+ */
+static hot_inline int add_or_mod(struct wheel *w, struct wheel_timer *t,
+				 uint64_t expires, uint64_t tolerance)
+{
+	uint64_t priv = t->priv;
+
+	if (unlikely(priv & PRIV_STATE_MASK)) {
+		if ((priv & PRIV_STATE_MASK) ==
+			    (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT &&
+		    !tolerance &&
+		    ceil_key(w, expires) == timer_key(w, t) &&
+		    (priv & PRIV_BASE_MASK) !=
+			    (uint64_t)WHEEL_BASE_TOLERANT << PRIV_BASE_SHIFT) {
+			t->expires = expires;
+			t->priv = (priv & ~PRIV_SEQ_MASK) |
+				  (w->next_seq++ & PRIV_SEQ_MASK);
+			return 1;
+		}
+		return rearm(w, t, expires, tolerance);
+	}
+
+	if (unlikely(tolerance))
+		return rearm(w, t, expires, tolerance);
+	add_idle(w, t, expires, priv);
+	return 0;
 }
 
 int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	      uint64_t tolerance)
 {
-	return rearm(w, t, expires, tolerance);
+	return add_or_mod(w, t, expires, tolerance);
 }
 
 int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	      uint64_t tolerance)
 {
-	return rearm(w, t, expires, tolerance);
+	return add_or_mod(w, t, expires, tolerance);
 }
 
 int wheel_del(struct wheel *w, struct wheel_timer *t)
 {
-	switch (t->state) {
-	case TIMER_IN_SLOT:
-		note_removed(w, &w->base[t->base], t);
-		unslot(&w->base[t->base], t);
-		break;
-	case TIMER_DUE:
+	uint64_t priv = t->priv;
+	unsigned state = (priv & PRIV_STATE_MASK) >> PRIV_STATE_SHIFT;
+
+	if (likely(state == TIMER_IN_SLOT)) {
+		enum wheel_base_id id = timer_base(t);
+		struct wheel_base *b = &w->base[id];
+
+		note_removed(w, b, id, t);
+		unslot(b, t);
+	} else if (state == TIMER_DUE) {
 		wheel_list_del(&t->link);
-		break;
-	default:
+	} else {
 		return 0;
 	}
-	t->state = TIMER_IDLE;
-	w->nr_pending[t->deferrable]--;
+	t->priv = priv & ~PRIV_STATE_MASK; /* TIMER_IDLE */
+	w->nr_pending[!!(priv & PRIV_DEFERRABLE)]--;
 	return 1;
 }
 
 /*
- * Earliest key of a base. At level 0 the slot is the key. A higher slot spans
- * many keys, so its timers are sorted by expiry once (and stay sorted while
- * arms append later expiries): repeated queries after deleting the earliest
- * timer then read the new head instead of rescanning the slot.
+ * Earliest key of a base. Every key of a lower level is below every key of
+ * a higher one, and slots of a level are in key order, so the answer is in
+ * the first occupied slot of the lowest occupied level. At level 0 the slot
+ * is the key. A small coarse slot is scanned; a big one is sorted by key
+ * once, and stays sorted while deletes and in-order arms touch it, so
+ * deleting the earliest timer and asking again reads the new first node.
  */
-static uint64_t base_min_key(struct wheel *w, struct wheel_base *b)
+static uint64_t base_min_at(struct wheel *w, struct wheel_base *b)
 {
-	struct wheel_link *head;
-	unsigned level, slot;
+	struct wheel_link **head, *l;
+	unsigned level, slot, n = 0;
+	uint64_t best = WHEEL_NEVER;
 
-	if (b->min_key_valid)
-		return b->min_key;
+	if (b->min_at_valid)
+		return b->min_at;
 
-	b->min_key_valid = true;
+	b->min_at_valid = true;
 	if (!b->level_mask) {
-		b->min_key = WHEEL_NEVER;
-		return b->min_key;
+		b->min_at = WHEEL_NEVER;
+		return b->min_at;
 	}
 	level = __builtin_ctzll(b->level_mask);
 	slot = __builtin_ctzll(b->occupied[level]);
-	if (!level) {
-		b->min_key = slot_start(w, 0, slot);
-		return b->min_key;
-	}
 	head = &b->slot[level][slot];
-	if (!(b->in_order[level] & (1ull << slot))) {
-		wheel_list_sort(head);
-		b->in_order[level] |= 1ull << slot;
+	if (!level) {
+		best = slot_start(w, 0, slot);
+	} else if (b->in_order[level] & (1ull << slot)) {
+		best = timer_key(w, wheel_timer_of(*head));
+	} else {
+		for (l = *head; l && n < SCAN_MAX; l = l->next, n++)
+			best = min_u64(best, timer_key(w, wheel_timer_of(l)));
+		if (l) {
+			wheel_slot_sort(head, w->tick_shift);
+			b->in_order[level] |= 1ull << slot;
+			best = timer_key(w, wheel_timer_of(*head));
+		}
 	}
-	b->min_key = timer_key(w, wheel_timer_of(head->next));
-	return b->min_key;
+	b->min_at = key_to_ns(w, best);
+	return b->min_at;
 }
 
 /*
@@ -362,11 +539,11 @@ static uint64_t base_min_wake(struct wheel *w, struct wheel_base *b)
 
 		for (slots = b->occupied[level]; slots; slots &= slots - 1) {
 			unsigned slot = __builtin_ctzll(slots);
-			struct wheel_link *head = &b->slot[level][slot], *l;
+			struct wheel_link *l;
 
 			if (key_to_ns(w, slot_start(w, level, slot)) >= best)
 				goto done;
-			for (l = head->next; l != head; l = l->next)
+			for (l = b->slot[level][slot]; l; l = l->next)
 				best = min_u64(best, wheel_timer_of(l)->wake);
 		}
 	}
@@ -376,27 +553,33 @@ done:
 	return best;
 }
 
+/* Out of line, so the cached query does not save and restore registers. */
+static __attribute__((noinline)) uint64_t next_hard_recompute(struct wheel *w)
+{
+	struct wheel_base *hard = &w->base[WHEEL_BASE_HARD];
+	struct wheel_base *tolerant = &w->base[WHEEL_BASE_TOLERANT];
+
+	w->next_hard = min_u64(base_min_at(w, hard),
+			       base_min_wake(w, tolerant));
+	w->next_hard_valid = true;
+	return w->next_hard;
+}
+
 uint64_t wheel_next_hard_expiry(struct wheel *w)
 {
-	if (!w->next_hard_valid) {
-		struct wheel_base *hard = &w->base[WHEEL_BASE_HARD];
-		struct wheel_base *tolerant = &w->base[WHEEL_BASE_TOLERANT];
+	uint64_t next = likely(w->next_hard_valid) ? w->next_hard :
+						     next_hard_recompute(w);
 
-		w->next_hard = min_u64(key_to_ns(w, base_min_key(w, hard)),
-				       base_min_wake(w, tolerant));
-		w->next_hard_valid = true;
-	}
-	return w->next_hard > w->now ? w->next_hard : w->now;
+	return next > w->now ? next : w->now;
 }
 
 uint64_t wheel_next_expiry(struct wheel *w)
 {
-	uint64_t key = WHEEL_NEVER, next;
+	uint64_t next = WHEEL_NEVER;
 	unsigned i;
 
 	for (i = 0; i < WHEEL_NR_BASES; i++)
-		key = min_u64(key, base_min_key(w, &w->base[i]));
-	next = key_to_ns(w, key);
+		next = min_u64(next, base_min_at(w, &w->base[i]));
 	return next > w->now ? next : w->now;
 }
 
@@ -417,45 +600,82 @@ static uint64_t base_next_event(const struct wheel *w,
 	return slot_start(w, *level, slot);
 }
 
-/* Move level 0's slot for key w->clk to the due list. */
-static void collect_due(struct wheel *w, struct wheel_base *b)
+/*
+ * Detach level 0's slot for key w->clk from @b and append it, marked due, to
+ * the chain ending at @tail. Returns the new tail; *count counts the timers.
+ */
+static struct wheel_link **collect_due(struct wheel *w, struct wheel_base *b,
+				       struct wheel_link **tail,
+				       unsigned *count)
 {
 	unsigned slot = w->clk & SLOT_MASK;
-	struct wheel_link *head = &b->slot[0][slot], *l;
+	struct wheel_link *l = b->slot[0][slot];
 
-	for (l = head->next; l != head; l = l->next)
-		wheel_timer_of(l)->state = TIMER_DUE;
-	wheel_list_splice_tail(head, &w->due);
+	b->slot[0][slot] = NULL;
+	*tail = l;
+	for (; l; l = l->next) {
+		set_state(wheel_timer_of(l), TIMER_DUE);
+		tail = &l->next;
+		++*count;
+	}
 	b->occupied[0] &= ~(1ull << slot);
 	if (!b->occupied[0])
 		b->level_mask &= ~1ull;
-	b->min_key_valid = false;
+	b->min_at_valid = false;
 	b->min_wake_valid = false;
 	w->next_hard_valid = false;
+	return tail;
 }
 
 /* The clock reached the first key of a @level slot: place its timers again. */
 static void cascade(struct wheel *w, struct wheel_base *b, unsigned level)
 {
 	unsigned slot = slot_of(w->clk, level);
-	struct wheel_link list, *l, *next;
+	struct wheel_link *l = b->slot[level][slot], *next;
 
-	wheel_list_init(&list);
-	wheel_list_splice_tail(&b->slot[level][slot], &list);
+	b->slot[level][slot] = NULL;
 	b->occupied[level] &= ~(1ull << slot);
 	if (!b->occupied[level])
 		b->level_mask &= ~(1ull << level);
-	for (l = list.next; l != &list; l = next) {
+	for (; l; l = next) {
 		struct wheel_timer *t = wheel_timer_of(l);
 
 		next = l->next;
-		place(w, b, t, timer_key(w, t));
+		__builtin_prefetch(next);
+		t->priv = (t->priv & ~PRIV_POS_MASK) |
+			  place(w, b, t, timer_key(w, t));
 	}
+}
+
+/*
+ * Append the due timers of key w->clk (from every base whose level-0 event
+ * it is) to the due chain at @tail, in run order, and return the new tail.
+ * One timer, the common case, needs no sorting.
+ */
+static struct wheel_link **collect_key(struct wheel *w, struct wheel_link **tail,
+				       const uint64_t *event)
+{
+	struct wheel_link *chain = NULL, **end = &chain, *l, **prev;
+	unsigned i, count = 0;
+
+	for (i = 0; i < WHEEL_NR_BASES; i++)
+		if (event[i] == w->clk)
+			end = collect_due(w, &w->base[i], end, &count);
+	if (count > 1)
+		chain = wheel_chain_sort(chain);
+	*tail = chain;
+	prev = tail;
+	for (l = chain; l; l = l->next) {
+		l->pprev = prev;
+		prev = &l->next;
+	}
+	return prev;
 }
 
 unsigned wheel_advance(struct wheel *w, uint64_t now)
 {
 	uint64_t target = now >> w->tick_shift;
+	struct wheel_link **tail = &w->due;
 	unsigned ran = 0;
 
 	if (now < w->now) {
@@ -466,7 +686,8 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 
 	for (;;) {
 		uint64_t event[WHEEL_NR_BASES], first = WHEEL_NEVER;
-		unsigned level[WHEEL_NR_BASES], i;
+		unsigned level[WHEEL_NR_BASES] = { 0 }, i;
+		bool cascaded = false;
 
 		for (i = 0; i < WHEEL_NR_BASES; i++) {
 			event[i] = base_next_event(w, &w->base[i], &level[i]);
@@ -476,25 +697,29 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 			break;
 		w->clk = first;
 		for (i = 0; i < WHEEL_NR_BASES; i++) {
-			if (event[i] != first)
-				continue;
-			if (level[i])
+			if (event[i] == first && level[i]) {
 				cascade(w, &w->base[i], level[i]);
-			else
-				collect_due(w, &w->base[i]);
+				cascaded = true;
+			}
 		}
+		/*
+		 * A cascade may bring timers down to key clk itself: look
+		 * again, so that every timer of this key, from every base,
+		 * is sorted into one group.
+		 */
+		if (!cascaded)
+			tail = collect_key(w, tail, event);
 	}
 	/* No slot starts in (clk, target]: every placement stays valid. */
 	w->clk = target;
 
-	wheel_list_sort(&w->due);
-	while (!wheel_list_empty(&w->due)) {
-		struct wheel_timer *t = wheel_timer_of(w->due.next);
+	while (w->due) {
+		struct wheel_timer *t = wheel_timer_of(w->due);
 
 		wheel_list_del(&t->link);
-		t->state = TIMER_IDLE;
-		w->nr_pending[t->deferrable]--;
-		if (t->deferrable)
+		set_state(t, TIMER_IDLE);
+		w->nr_pending[timer_deferrable(t)]--;
+		if (timer_deferrable(t))
 			w->stat_fired_deferrable++;
 		else
 			w->stat_fired_hard++;

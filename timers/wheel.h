@@ -67,8 +67,13 @@
 struct wheel_timer;
 typedef void (*wheel_timer_fn)(struct wheel_timer *t, uint64_t now);
 
+/*
+ * Slot lists are hlist-style: a slot head is one pointer and a timer points
+ * back at whatever points at it, so linking at the head and unlinking never
+ * touch anything but the timer, the head and one neighbour.
+ */
 struct wheel_link {
-	struct wheel_link *next, *prev;
+	struct wheel_link *next, **pprev;
 };
 
 /* Embed in your own struct; initialize with wheel_timer_init(). */
@@ -77,13 +82,13 @@ struct wheel_timer {
 	uint64_t expires; /* absolute ns, as passed */
 	uint64_t wake; /* ceil_tick(expires + tolerance); NEVER if unbounded */
 	wheel_timer_fn fn;
-	/* Private bookkeeping, packed so the timer stays at 48 bytes. */
-	uint64_t seq : 48; /* arm order: breaks ties between equal expiries */
-	uint64_t slot : 6; /* where it sits while state == in a slot */
-	uint64_t level : 4;
-	uint64_t state : 2; /* idle, in a slot, or due in this advance */
-	uint64_t base : 2; /* enum wheel_base_id */
-	uint64_t deferrable : 1; /* the WHEEL_DEFERRABLE flag */
+	/*
+	 * Private bookkeeping packed in one word so the timer stays at 48
+	 * bytes: a 48-bit arm sequence (breaks ties between equal expiries),
+	 * its level and slot, state, base and the deferrable flag. wheel.c
+	 * has the layout.
+	 */
+	uint64_t priv;
 };
 
 /*
@@ -93,12 +98,12 @@ struct wheel_timer {
 struct wheel_base {
 	uint64_t level_mask; /* bit L: some slot of level L is occupied */
 	uint64_t occupied[WHEEL_LEVELS]; /* bit s: slot s is non-empty */
-	uint64_t in_order[WHEEL_LEVELS]; /* bit s: slot s sorted by expiry */
-	uint64_t min_key; /* cached earliest key in ticks, if min_key_valid */
-	uint64_t min_wake; /* cached min of ->wake, if min_wake_valid */
-	bool min_key_valid;
+	uint64_t in_order[WHEEL_LEVELS]; /* bit s: slot s sorted by key */
+	uint64_t min_at; /* cached ceil_tick of the earliest key, if valid */
+	uint64_t min_wake; /* tolerant base: cached min of ->wake, if valid */
+	bool min_at_valid;
 	bool min_wake_valid;
-	struct wheel_link slot[WHEEL_LEVELS][WHEEL_SLOTS];
+	struct wheel_link *slot[WHEEL_LEVELS][WHEEL_SLOTS];
 };
 
 enum wheel_base_id {
@@ -116,7 +121,7 @@ struct wheel {
 	uint64_t next_seq;
 	unsigned tick_shift;
 	size_t nr_pending[2]; /* [0] hard, [1] deferrable */
-	struct wheel_link due; /* timers the running advance will still run */
+	struct wheel_link *due; /* timers the running advance will still run */
 	uint64_t stat_backwards; /* advances to a time before wheel_now() */
 	uint64_t stat_fired_hard;
 	uint64_t stat_fired_deferrable;

@@ -1,55 +1,65 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to timers/: the circular doubly linked list behind every wheel slot
- * and the due list, plus the sort that puts due timers in run order. A list
- * head links to itself when empty, so unlinking a timer never needs to know
- * which list holds it.
+ * Private to timers/: the hlist-style lists behind every wheel slot and the
+ * due list, the layout of a timer's packed private word, and the two sorts
+ * (run order for due timers, key order for a coarse slot).
+ *
+ * A list head is a single pointer; each node points back at the pointer
+ * that points at it (->pprev), so a node unlinks itself without knowing
+ * which list holds it, and linking at the head touches only the old first
+ * node. There is no tail: slots are unordered bags (run order comes from
+ * (expires, seq) when a slot becomes due, not from list position).
  */
 #ifndef LULL_TIMERS_WHEEL_LIST_H
 #define LULL_TIMERS_WHEEL_LIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "wheel.h"
 
-static inline void wheel_list_init(struct wheel_link *head)
+/*
+ * struct wheel_timer::priv:
+ *   bits  0..47  seq: arm order, wraps after 2^48 arms
+ *   bits 48..57  pos: level << 6 | slot, while in a slot
+ *   bits 58..59  state (enum timer_state in wheel.c)
+ *   bits 60..61  base (enum wheel_base_id)
+ *   bit  62      the WHEEL_DEFERRABLE flag
+ */
+#define PRIV_SEQ_MASK ((1ull << 48) - 1)
+#define PRIV_POS_SHIFT 48
+#define PRIV_POS_MASK (0x3ffull << PRIV_POS_SHIFT)
+#define PRIV_STATE_SHIFT 58
+#define PRIV_STATE_MASK (3ull << PRIV_STATE_SHIFT)
+#define PRIV_BASE_SHIFT 60
+#define PRIV_BASE_MASK (3ull << PRIV_BASE_SHIFT)
+#define PRIV_DEFERRABLE (1ull << 62)
+
+static inline uint64_t timer_seq(const struct wheel_timer *t)
 {
-	head->next = head;
-	head->prev = head;
+	return t->priv & PRIV_SEQ_MASK;
 }
 
-static inline bool wheel_list_empty(const struct wheel_link *head)
+static inline void wheel_list_add_head(struct wheel_link *node,
+				       struct wheel_link **head)
 {
-	return head->next == head;
-}
+	struct wheel_link *first = *head;
 
-static inline void wheel_list_add_tail(struct wheel_link *node,
-				       struct wheel_link *head)
-{
-	node->prev = head->prev;
-	node->next = head;
-	head->prev->next = node;
-	head->prev = node;
+	node->next = first;
+	if (first)
+		first->pprev = &node->next;
+	*head = node;
+	node->pprev = head;
 }
 
 static inline void wheel_list_del(struct wheel_link *node)
 {
-	node->prev->next = node->next;
-	node->next->prev = node->prev;
-}
+	struct wheel_link *next = node->next, **pprev = node->pprev;
 
-/* Move every node of @from to the tail of @to, leaving @from empty. */
-static inline void wheel_list_splice_tail(struct wheel_link *from,
-					  struct wheel_link *to)
-{
-	if (wheel_list_empty(from))
-		return;
-	from->next->prev = to->prev;
-	to->prev->next = from->next;
-	from->prev->next = to;
-	to->prev = from->prev;
-	wheel_list_init(from);
+	*pprev = next;
+	if (next)
+		next->pprev = pprev;
 }
 
 static inline struct wheel_timer *wheel_timer_of(struct wheel_link *link)
@@ -58,11 +68,22 @@ static inline struct wheel_timer *wheel_timer_of(struct wheel_link *link)
 				      offsetof(struct wheel_timer, link));
 }
 
-/* Sort @head's nodes into run order: by expiry, then by arm order. */
-void wheel_list_sort(struct wheel_link *head);
+static inline uint64_t wheel_key_of(uint64_t ns, unsigned tick_shift)
+{
+	return (ns >> tick_shift) + ((ns & ((1ull << tick_shift) - 1)) != 0);
+}
 
 /* True if @a runs before @b when both are due in the same advance. */
 bool wheel_timer_runs_before(const struct wheel_timer *a,
 			     const struct wheel_timer *b);
+
+/*
+ * Sort a NULL-terminated chain (->next only) into run order: by expiry,
+ * then by arm order. Returns the new first node; ->pprev is left stale.
+ */
+struct wheel_link *wheel_chain_sort(struct wheel_link *chain);
+
+/* Sort the list at @head by key, ascending (stable LSD radix sort). */
+void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift);
 
 #endif /* LULL_TIMERS_WHEEL_LIST_H */

@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * Run order of due timers: expiry first, then arm order. Timers reach the due
- * list slot by slot, so the list is almost sorted already (slots come in time
- * order; only a slot's own timers can be out of order). A natural merge sort
- * finds the existing runs and costs one pass when there is nothing to do.
+ * The two sorts of the wheel.
+ *
+ * Run order of due timers: expiry first, then arm order. Slots become due
+ * one key at a time, so only the timers of one key (one level-0 slot, from
+ * up to three bases) ever need sorting, and only when there is more than one.
+ * A natural merge sort finds the existing runs.
+ *
+ * Key order of a coarse slot: when the wake-up query needs the earliest key
+ * of a big level >= 1 slot, the slot is sorted once by key with an LSD radix
+ * sort over just the key bits that differ inside it (three 6-bit passes for
+ * a 2^18-tick slot), after which deleting the earliest timer and asking
+ * again reads the new first node in O(1).
  */
 #include "wheel_list.h"
 
@@ -15,7 +23,7 @@ bool wheel_timer_runs_before(const struct wheel_timer *a,
 	if (a->expires != b->expires)
 		return a->expires < b->expires;
 	/* seq is 48 bits wide and wraps: compare it as a signed distance. */
-	seq_diff = ((uint64_t)a->seq - (uint64_t)b->seq) << 16;
+	seq_diff = (timer_seq(a) - timer_seq(b)) << 16;
 	return (int64_t)seq_diff < 0;
 }
 
@@ -57,15 +65,11 @@ static struct wheel_link *merge(struct wheel_link *a, struct wheel_link *b,
 	return head.next;
 }
 
-void wheel_list_sort(struct wheel_link *head)
+struct wheel_link *wheel_chain_sort(struct wheel_link *chain)
 {
-	struct wheel_link *chain, *node, *prev;
+	if (!chain || !chain->next)
+		return chain;
 
-	if (head->next == head->prev)
-		return; /* zero or one node */
-
-	head->prev->next = NULL;
-	chain = head->next;
 	for (;;) {
 		struct wheel_link *sorted = NULL, **link = &sorted, *tail;
 		unsigned runs = 0;
@@ -83,16 +87,67 @@ void wheel_list_sort(struct wheel_link *head)
 		}
 		chain = sorted;
 		if (runs == 1)
-			break;
+			return chain;
 	}
+}
 
-	/* Rebuild the back links and close the circle. */
-	prev = head;
-	for (node = chain; node; node = node->next) {
-		node->prev = prev;
-		prev->next = node;
-		prev = node;
+#define RADIX_MAX_BITS 8 /* 256 buckets: 4 KiB of stack */
+
+/* One stable distribution pass on digit (key >> shift) & (nr - 1). */
+static void radix_pass(struct wheel_link **head, unsigned tick_shift,
+		       unsigned shift, unsigned nr)
+{
+	struct wheel_link *bucket[1u << RADIX_MAX_BITS];
+	struct wheel_link **tail[1u << RADIX_MAX_BITS];
+	struct wheel_link *node, *next, **link = head;
+	unsigned i;
+
+	for (i = 0; i < nr; i++)
+		tail[i] = &bucket[i];
+	for (node = *head; node; node = next) {
+		uint64_t key = wheel_key_of(wheel_timer_of(node)->expires,
+					    tick_shift);
+		unsigned d = (key >> shift) & (nr - 1);
+
+		next = node->next;
+		__builtin_prefetch(next);
+		*tail[d] = node;
+		node->pprev = tail[d];
+		tail[d] = &node->next;
 	}
-	prev->next = head;
-	head->prev = prev;
+	/* Concatenate; the first node of each bucket gets its real pprev. */
+	for (i = 0; i < nr; i++) {
+		if (tail[i] == &bucket[i])
+			continue;
+		*link = bucket[i];
+		bucket[i]->pprev = link;
+		link = tail[i];
+	}
+	*link = NULL;
+}
+
+void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift)
+{
+	struct wheel_link *node;
+	uint64_t first, diff = 0;
+	unsigned bits, passes, digit, shift;
+
+	if (!*head)
+		return;
+	first = wheel_key_of(wheel_timer_of(*head)->expires, tick_shift);
+	for (node = (*head)->next; node; node = node->next) {
+		__builtin_prefetch(node->next);
+		diff |= wheel_key_of(wheel_timer_of(node)->expires,
+				     tick_shift) ^
+			first;
+	}
+	if (!diff)
+		return; /* one key: already in order */
+
+	/* Only the bits that differ between keys of this slot matter. */
+	bits = 64 - __builtin_clzll(diff);
+	passes = (bits + RADIX_MAX_BITS - 1) / RADIX_MAX_BITS;
+	digit = (bits + passes - 1) / passes;
+	for (shift = 0; shift < bits; shift += digit)
+		radix_pass(head, tick_shift, shift, 1u << digit);
 }

@@ -205,66 +205,116 @@ static double per(uint64_t ns, size_t ops)
 	return (double)ns / (double)ops;
 }
 
+/*
+ * Each wheel phase is its own non-inlined function so that a callgrind run
+ * (bench/wheel/instr.sh) can read instructions per operation from the
+ * phase's inclusive count: those are stable on a loaded machine, timings are
+ * not.
+ */
+#define phase __attribute__((noinline)) static
+
+phase void wheel_phase_add(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->n; i++)
+		wheel_add(wl->w, &wl->wt[i], wl->expires[i], 0);
+}
+
+phase void wheel_phase_next_hard_cached(struct workload *wl)
+{
+	for (size_t i = 0; i < CACHED_QUERIES; i++)
+		sink = wheel_next_hard_expiry(wl->w);
+}
+
+phase void wheel_phase_mod_same(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->n; i++)
+		wheel_mod(wl->w, &wl->wt[wl->shuffled[i]],
+			  wl->same_tick[wl->shuffled[i]], 0);
+}
+
+phase void wheel_phase_mod_far(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->n; i++)
+		wheel_mod(wl->w, &wl->wt[wl->shuffled[i]],
+			  wl->far[wl->shuffled[i]], 0);
+}
+
+phase void wheel_phase_del(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->n; i++)
+		wheel_del(wl->w, &wl->wt[wl->shuffled[i]]);
+}
+
+phase void wheel_phase_del_earliest_query(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->nr_hard; i++) {
+		wheel_del(wl->w, &wl->wt[wl->hard_in_order[i]]);
+		sink = wheel_next_hard_expiry(wl->w);
+	}
+}
+
+phase void wheel_phase_del_earliest(struct workload *wl)
+{
+	for (size_t i = 0; i < wl->nr_hard; i++)
+		wheel_del(wl->w, &wl->wt[wl->hard_in_order[i]]);
+}
+
+phase void wheel_phase_expire(struct workload *wl)
+{
+	size_t n = wl->n, ran = 0;
+	uint64_t step, at;
+
+	step = RANGE_NS / (n / TIMERS_PER_STEP ? n / TIMERS_PER_STEP : 1);
+	for (at = START_NS + step; ran < n; at += step)
+		ran += wheel_advance(wl->w, at);
+}
+
 static void measure_wheel(struct workload *wl, double *out)
 {
 	struct wheel *w = wl->w;
-	size_t n = wl->n, i;
-	uint64_t t0, a, b, step, at;
-	unsigned ran = 0;
+	size_t n = wl->n;
+	uint64_t t0, a, b;
 
 	wheel_init(w, START_NS, 0);
 	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		wheel_add(w, &wl->wt[i], wl->expires[i], 0);
+	wheel_phase_add(wl);
 	out[OP_ADD] = per(now_ns() - t0, n);
 
 	sink = wheel_next_hard_expiry(w); /* fill the cache */
 	t0 = now_ns();
-	for (i = 0; i < CACHED_QUERIES; i++)
-		sink = wheel_next_hard_expiry(w);
+	wheel_phase_next_hard_cached(wl);
 	out[OP_NEXT_HARD_CACHED] = per(now_ns() - t0, CACHED_QUERIES);
 
 	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		wheel_mod(w, &wl->wt[wl->shuffled[i]],
-			  wl->same_tick[wl->shuffled[i]], 0);
+	wheel_phase_mod_same(wl);
 	out[OP_MOD_SAME] = per(now_ns() - t0, n);
 
 	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		wheel_mod(w, &wl->wt[wl->shuffled[i]], wl->far[wl->shuffled[i]],
-			  0);
+	wheel_phase_mod_far(wl);
 	out[OP_MOD_FAR] = per(now_ns() - t0, n);
 
 	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		wheel_del(w, &wl->wt[wl->shuffled[i]]);
+	wheel_phase_del(wl);
 	out[OP_DEL] = per(now_ns() - t0, n);
 
 	/* Recompute: (delete earliest hard + query) - (delete earliest hard). */
 	wheel_fill(wl);
 	sink = wheel_next_hard_expiry(w);
 	t0 = now_ns();
-	for (i = 0; i < wl->nr_hard; i++) {
-		wheel_del(w, &wl->wt[wl->hard_in_order[i]]);
-		sink = wheel_next_hard_expiry(w);
-	}
+	wheel_phase_del_earliest_query(wl);
 	a = now_ns() - t0;
 	wheel_empty(wl);
 	wheel_fill(wl);
 	sink = wheel_next_hard_expiry(w);
 	t0 = now_ns();
-	for (i = 0; i < wl->nr_hard; i++)
-		wheel_del(w, &wl->wt[wl->hard_in_order[i]]);
+	wheel_phase_del_earliest(wl);
 	b = now_ns() - t0;
 	out[OP_NEXT_HARD_RECOMPUTE] = a > b ? per(a - b, wl->nr_hard) : 0;
 	wheel_empty(wl);
 
 	wheel_fill(wl);
-	step = RANGE_NS / (n / TIMERS_PER_STEP ? n / TIMERS_PER_STEP : 1);
 	t0 = now_ns();
-	for (at = START_NS + step; ran < n; at += step)
-		ran += wheel_advance(w, at);
+	wheel_phase_expire(wl);
 	out[OP_EXPIRE] = per(now_ns() - t0, n);
 }
 
