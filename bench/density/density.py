@@ -629,9 +629,9 @@ def slo_check(r, cfg):
     budget = cfg.cpu_budget * NCPU
     if r["cpu_pct_total"] > budget:
         return f"host CPU {r['cpu_pct_total']:.0f}% > {budget:.0f}% of one core"
-    if r["p99_lateness_us"] is None:
-        return "p99 lateness unknown"
-    if r["p99_lateness_us"] > cfg.p99_bound_us:
+    # a guest without hard timers (or a QEMU run without a summary line)
+    # has no lateness samples: the SLO is judged on CPU and failures alone
+    if r["p99_lateness_us"] is not None and r["p99_lateness_us"] > cfg.p99_bound_us:
         return f"p99 lateness {r['p99_lateness_us']:.0f} µs > {cfg.p99_bound_us:g} µs"
     return None
 
