@@ -64,7 +64,8 @@ def timed_run(argv, expect_status, expect_out=HELLO_LINE):
 
 def resident_run(argv, banner):
     """Start argv (a guest that halts forever); once banner is on its
-    stdout, return (VmRSS, VmHWM) in KiB, then kill it."""
+    stdout, return (VmRSS, VmHWM, RssAnon, RssFile) in KiB, then kill
+    it."""
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
@@ -80,12 +81,13 @@ def resident_run(argv, banner):
     with open("/proc/%d/status" % proc.pid) as f:
         for line in f:
             key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                 fields[key] = int(value.split()[0])
     proc.kill()
     proc.wait()
     proc.stdout.close()
-    return fields["VmRSS"], fields["VmHWM"]
+    return (fields["VmRSS"], fields["VmHWM"], fields["RssAnon"],
+            fields["RssFile"])
 
 
 def lull_stats(lull, guest, mem):
@@ -170,6 +172,8 @@ def main():
             "exit_ms": summary([r[1] / 1e6 for r in rs]),
             "rss_kib": summary([r[0] for r in resident[name]]),
             "hwm_kib": summary([r[1] for r in resident[name]]),
+            "rss_anon_kib": summary([r[2] for r in resident[name]]),
+            "rss_file_kib": summary([r[3] for r in resident[name]]),
         }
     result["lull"]["version_exit_ms"] = summary([b / 1e6 for b in baseline])
     result["lull"]["stats"] = {
@@ -211,6 +215,12 @@ def main():
             "%.1fx" % ratio["exit_ms"], "%.1fx" % ratio["rss_kib"]))
     else:
         print("(qemu-system-x86_64 not installed: no QEMU column)")
+    for name in ("lull", "qemu"):
+        if name in result:
+            print("%s RSS after boot: %d KiB anonymous + %d KiB file-backed"
+                  " (shared libraries, binary)"
+                  % (name, result[name]["rss_anon_kib"]["median"],
+                     result[name]["rss_file_kib"]["median"]))
     b = result["lull"]["version_exit_ms"]
     print("baseline: spawn -> exit of 'lull --version' (no KVM): "
           "%.2f ms (%.2f-%.2f)" % (b["median"], b["min"], b["max"]))
