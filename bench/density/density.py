@@ -774,6 +774,15 @@ def plot(results, cfg, meta):
                 vals = [r["vms"], r["cpu_pct_total"], r["wakeups_per_s_per_vm"], r["rss_mib_per_vm"],
                         r["pss_mib_per_vm"], r["p99_lateness_us"], r["cpu_pct_per_vm"]]
                 f.write(" ".join("?" if v is None else f"{v:g}" for v in vals) + "\n")
+    def logy(key):
+        pos = any((r.get(key) or 0) > 0 for r in results if r["mode"] in modes)
+        return "set logscale y 10" if pos else "unset logscale y; set yrange [0:*]"
+
+    def series_or(col, key, fallback):
+        if any(r.get(key) is not None for r in results if r["mode"] in modes):
+            return series(col) + ", "
+        return fallback
+
     ns = sorted({r["vms"] for r in results})
     xmax = max(ns) * 1.5
     xmin = max(min(ns) / 1.5, 0.5)
@@ -795,10 +804,11 @@ set key top left
 set logscale x 2
 set xrange [{xmin}:{xmax}]
 set xlabel 'concurrent VMs (N)'
-set logscale y 10
+{logy("cpu_pct_total")}
 set ylabel 'host CPU, % of one core (all VMs)'
 set title 'Host CPU during the window (budget: {cfg.cpu_budget:g}% of the machine)'
 plot {series(2)}, {budget} with lines dt 2 lc rgb 'red' title 'CPU budget'
+{logy("wakeups_per_s_per_vm")}
 set ylabel 'host wakeups/s per VM'
 set title 'Host wakeups per VM (voluntary context switches)'
 plot {series(3)}
@@ -808,10 +818,10 @@ set ylabel 'MiB per VM'
 set title 'Memory per VM: RSS (solid), PSS (dashed)'
 plot {series(4)}, {", ".join(f"'{m}.dat' using 1:5 with linespoints dt 2 lw 1 {style.get(m, '')} notitle" for m in modes)}
 set autoscale y
-set logscale y 10
+{logy("p99_lateness_us")}
 set ylabel 'µs'
 set title 'Hard-timer lateness, p99 of the worst VM'
-plot {series(6)}, {cfg.p99_bound_us} with lines dt 2 lc rgb 'red' title 'p99 bound'
+plot {series_or(6, "p99_lateness_us", "")}{cfg.p99_bound_us} with lines dt 2 lc rgb 'red' title 'p99 bound'
 unset multiplot
 """
     made = []
