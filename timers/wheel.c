@@ -33,10 +33,9 @@ enum timer_state {
 #define unlikely(x) __builtin_expect(!!(x), 0)
 /*
  * A coarse slot with at most this many timers is scanned for its earliest
- * key rather than sorted: repeated scans are cheaper than the radix sort's
- * fixed cost until the slot is a few dozen timers long.
+ * key rather than sorted: a rescan is as cheap as keeping it sorted.
  */
-#define SCAN_MAX 16
+#define SCAN_MAX 4
 
 static hot_inline unsigned timer_state(const struct wheel_timer *t)
 {
@@ -510,10 +509,11 @@ static uint64_t base_min_at(struct wheel *w, struct wheel_base *b)
 	} else if (b->in_order[level] & (1ull << slot)) {
 		best = timer_key(w, wheel_timer_of(*head));
 	} else {
-		for (l = *head; l && n < SCAN_MAX; l = l->next, n++)
+		for (l = *head; l; l = l->next, n++)
 			best = min_u64(best, timer_key(w, wheel_timer_of(l)));
-		if (l) {
-			wheel_slot_sort(head, w->tick_shift);
+		if (n > SCAN_MAX) {
+			wheel_slot_sort(head, w->tick_shift,
+					level * WHEEL_LVL_BITS, n);
 			b->in_order[level] |= 1ull << slot;
 			best = timer_key(w, wheel_timer_of(*head));
 		}
@@ -627,10 +627,16 @@ static struct wheel_link **collect_due(struct wheel *w, struct wheel_base *b,
 	return tail;
 }
 
-/* The clock reached the first key of a @level slot: place its timers again. */
+/*
+ * The clock reached the first key of a @level slot: place its timers again,
+ * each at the level of its key's highest bit that differs from the new
+ * clock. The same steps as place(), with the clock and tick in registers
+ * (stores through the slot lists could otherwise alias them).
+ */
 static void cascade(struct wheel *w, struct wheel_base *b, unsigned level)
 {
-	unsigned slot = slot_of(w->clk, level);
+	uint64_t clk = w->clk, tick_mask = (1ull << w->tick_shift) - 1;
+	unsigned shift = w->tick_shift, slot = slot_of(clk, level);
 	struct wheel_link *l = b->slot[level][slot], *next;
 
 	b->slot[level][slot] = NULL;
@@ -639,11 +645,33 @@ static void cascade(struct wheel *w, struct wheel_base *b, unsigned level)
 		b->level_mask &= ~(1ull << level);
 	for (; l; l = next) {
 		struct wheel_timer *t = wheel_timer_of(l);
+		uint64_t expires = t->expires;
+		uint64_t key = (expires >> shift) + !!(expires & tick_mask);
+		unsigned lv = (63 - __builtin_clzll((key ^ clk) | 1)) /
+			      WHEEL_LVL_BITS;
+		unsigned sl = slot_of(key, lv);
+		struct wheel_link **head = &b->slot[lv][sl];
+		struct wheel_link *first = *head;
 
 		next = l->next;
 		__builtin_prefetch(next);
+		l->next = first;
+		l->pprev = head;
+		*head = l;
+		if (likely(first)) {
+			uint64_t later =
+				expires > wheel_timer_of(first)->expires;
+
+			first->pprev = &l->next;
+			b->in_order[lv] &= ~(later << sl);
+		} else {
+			b->occupied[lv] |= 1ull << sl;
+			b->level_mask |= 1ull << lv;
+			b->in_order[lv] |= 1ull << sl;
+		}
 		t->priv = (t->priv & ~PRIV_POS_MASK) |
-			  place(w, b, t, timer_key(w, t));
+			  (uint64_t)(lv << WHEEL_LVL_BITS | sl)
+				  << PRIV_POS_SHIFT;
 	}
 }
 
@@ -676,7 +704,8 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 {
 	uint64_t target = now >> w->tick_shift;
 	struct wheel_link **tail = &w->due;
-	unsigned ran = 0;
+	uint64_t event[WHEEL_NR_BASES];
+	unsigned level[WHEEL_NR_BASES] = { 0 }, ran = 0, i;
 
 	if (now < w->now) {
 		w->stat_backwards++;
@@ -684,21 +713,25 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 	}
 	w->now = now;
 
+	/*
+	 * A base's next event changes only when that base is cascaded or
+	 * collected (callbacks run after this loop), so each is recomputed
+	 * only then.
+	 */
+	for (i = 0; i < WHEEL_NR_BASES; i++)
+		event[i] = base_next_event(w, &w->base[i], &level[i]);
 	for (;;) {
-		uint64_t event[WHEEL_NR_BASES], first = WHEEL_NEVER;
-		unsigned level[WHEEL_NR_BASES] = { 0 }, i;
+		uint64_t first = min_u64(min_u64(event[0], event[1]), event[2]);
 		bool cascaded = false;
 
-		for (i = 0; i < WHEEL_NR_BASES; i++) {
-			event[i] = base_next_event(w, &w->base[i], &level[i]);
-			first = min_u64(first, event[i]);
-		}
 		if (first > target)
 			break;
 		w->clk = first;
 		for (i = 0; i < WHEEL_NR_BASES; i++) {
 			if (event[i] == first && level[i]) {
 				cascade(w, &w->base[i], level[i]);
+				event[i] = base_next_event(w, &w->base[i],
+							   &level[i]);
 				cascaded = true;
 			}
 		}
@@ -707,8 +740,13 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		 * again, so that every timer of this key, from every base,
 		 * is sorted into one group.
 		 */
-		if (!cascaded)
-			tail = collect_key(w, tail, event);
+		if (cascaded)
+			continue;
+		tail = collect_key(w, tail, event);
+		for (i = 0; i < WHEEL_NR_BASES; i++)
+			if (event[i] == first)
+				event[i] = base_next_event(w, &w->base[i],
+							   &level[i]);
 	}
 	/* No slot starts in (clk, target]: every placement stays valid. */
 	w->clk = target;

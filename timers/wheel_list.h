@@ -83,7 +83,11 @@ bool wheel_timer_runs_before(const struct wheel_timer *a,
  */
 struct wheel_link *wheel_chain_sort(struct wheel_link *chain);
 
-/* Sort the list at @head by key, ascending (stable LSD radix sort). */
-void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift);
+/*
+ * Sort the @n timers of the list at @head by key, ascending, given that
+ * their keys differ only in their low @bits bits.
+ */
+void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
+		     unsigned bits, size_t n);
 
 #endif /* LULL_TIMERS_WHEEL_LIST_H */

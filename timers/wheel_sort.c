@@ -9,8 +9,8 @@
  *
  * Key order of a coarse slot: when the wake-up query needs the earliest key
  * of a big level >= 1 slot, the slot is sorted once by key with an LSD radix
- * sort over just the key bits that differ inside it (three 6-bit passes for
- * a 2^18-tick slot), after which deleting the earliest timer and asking
+ * sort over just the key bits that can differ inside it (for
+ * a 2^18-tick slot, two 9-bit passes), after which deleting the earliest timer and asking
  * again reads the new first node in O(1).
  */
 #include "wheel_list.h"
@@ -91,7 +91,7 @@ struct wheel_link *wheel_chain_sort(struct wheel_link *chain)
 	}
 }
 
-#define RADIX_MAX_BITS 8 /* 256 buckets: 4 KiB of stack */
+#define RADIX_MAX_BITS 9 /* 512 buckets: 8 KiB of stack */
 
 /* One stable distribution pass on digit (key >> shift) & (nr - 1). */
 static void radix_pass(struct wheel_link **head, unsigned tick_shift,
@@ -126,26 +126,81 @@ static void radix_pass(struct wheel_link **head, unsigned tick_shift,
 	*link = NULL;
 }
 
-void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift)
+/*
+ * One pass for a slot of up to INSERT_MAX timers: each timer goes into one
+ * of up to 512 buckets by its top key bits and is inserted in expiry order
+ * (hence key order) into that bucket, usually at the tail. The bucket's
+ * timers were touched a few hundred timers ago, so the walk stays in cache;
+ * a second LSD pass would instead revisit every timer cold, in random order.
+ */
+#define INSERT_MAX 16384
+
+static void bucket_insert_pass(struct wheel_link **head, unsigned tick_shift,
+			       unsigned shift, unsigned nr)
 {
-	struct wheel_link *node;
-	uint64_t first, diff = 0;
-	unsigned bits, passes, digit, shift;
+	struct wheel_link *bucket[1u << RADIX_MAX_BITS];
+	struct wheel_link *last[1u << RADIX_MAX_BITS];
+	struct wheel_link *node, *next, **link = head;
+	unsigned i;
 
-	if (!*head)
-		return;
-	first = wheel_key_of(wheel_timer_of(*head)->expires, tick_shift);
-	for (node = (*head)->next; node; node = node->next) {
-		__builtin_prefetch(node->next);
-		diff |= wheel_key_of(wheel_timer_of(node)->expires,
-				     tick_shift) ^
-			first;
+	for (i = 0; i < nr; i++)
+		bucket[i] = NULL;
+	for (node = *head; node; node = next) {
+		uint64_t expires = wheel_timer_of(node)->expires;
+		unsigned d = (wheel_key_of(expires, tick_shift) >> shift) &
+			     (nr - 1);
+		struct wheel_link **pos;
+
+		next = node->next;
+		__builtin_prefetch(next);
+		if (!bucket[d] ||
+		    expires >= wheel_timer_of(last[d])->expires) {
+			pos = bucket[d] ? &last[d]->next : &bucket[d];
+			last[d] = node;
+		} else {
+			pos = &bucket[d];
+			while (wheel_timer_of(*pos)->expires <= expires)
+				pos = &(*pos)->next;
+		}
+		node->next = *pos;
+		node->pprev = pos;
+		if (*pos)
+			(*pos)->pprev = &node->next;
+		*pos = node;
 	}
-	if (!diff)
-		return; /* one key: already in order */
+	for (i = 0; i < nr; i++) {
+		if (!bucket[i])
+			continue;
+		*link = bucket[i];
+		bucket[i]->pprev = link;
+		link = &last[i]->next;
+	}
+	*link = NULL;
+}
 
-	/* Only the bits that differ between keys of this slot matter. */
-	bits = 64 - __builtin_clzll(diff);
+void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
+		     unsigned bits, size_t n)
+{
+	unsigned passes, digit, shift, top;
+
+	if (!*head || !(*head)->next || !bits)
+		return;
+	if (n <= INSERT_MAX) {
+		/*
+		 * Buckets of ~4 timers up to 512 buckets, by the top key
+		 * bits; expiry order within a bucket is key order.
+		 */
+		top = 1;
+		while (top < RADIX_MAX_BITS && top < bits && (n >> (top + 2)))
+			top++;
+		bucket_insert_pass(head, tick_shift, bits - top, 1u << top);
+		return;
+	}
+	/*
+	 * Keys of a level-L slot differ only in their low 6L bits: sort on
+	 * those, in as few passes of up to RADIX_MAX_BITS as possible
+	 * (two for a level-3 slot).
+	 */
 	passes = (bits + RADIX_MAX_BITS - 1) / RADIX_MAX_BITS;
 	digit = (bits + passes - 1) / passes;
 	for (shift = 0; shift < bits; shift += digit)
