@@ -12,6 +12,7 @@
 #define LULL_VM_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +23,9 @@
 #include "pvclock.h"
 #include "pvtimer.h"
 #include "vcpu.h"
+
+/* Wakes the main thread when a vCPU (or anything) stops the VM. */
+#define SIG_VM_STOP SIGUSR2
 
 enum timer_mode { TIMER_MODE_DEFERRABLE = 0, TIMER_MODE_STRICT = 1 };
 
@@ -71,7 +75,8 @@ struct vm {
 	atomic_bool stopped_once;
 	int exit_status;
 	char stop_reason[160];
-	int wake_fd; /* eventfd: wakes vm_run when a vCPU stops the VM */
+	pthread_t main_thread; /* sleeps in vm_run until SIG_VM_STOP */
+	atomic_bool main_thread_known;
 
 	struct console console;
 	pthread_mutex_t serial_lock;
