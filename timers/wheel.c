@@ -92,11 +92,24 @@ static hot_inline uint64_t timer_key(const struct wheel *w,
 	return ceil_key(w, t->expires);
 }
 
+/* (63 - clz) / 6, by clz: one load instead of a multiply and two shifts. */
+static const uint8_t level_by_clz[64] = {
+#define L6(l) l, l, l, l, l, l
+	10, 10, 10, 10, L6(9), L6(8), L6(7), L6(6), L6(5), L6(4), L6(3),
+	L6(2), L6(1), L6(0),
+#undef L6
+};
+
+static hot_inline unsigned level_of_diff(uint64_t diff)
+{
+	/* | 1: a key equal to the clock is level 0, and clz(0) is undefined. */
+	return level_by_clz[__builtin_clzll(diff | 1)];
+}
+
 /* Level of @key: the 6-bit group of its highest bit that differs from clk. */
 static hot_inline unsigned level_of(const struct wheel *w, uint64_t key)
 {
-	/* | 1: a key equal to the clock is level 0, and clz(0) is undefined. */
-	return (63 - __builtin_clzll((key ^ w->clk) | 1)) / WHEEL_LVL_BITS;
+	return level_of_diff(key ^ w->clk);
 }
 
 static hot_inline unsigned slot_of(uint64_t key, unsigned level)
@@ -376,8 +389,9 @@ static_assert(WHEEL_BASE_HARD == 0 && WHEEL_BASE_DEFERRED == 1,
 static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 				uint64_t expires, uint64_t priv)
 {
-	uint64_t clk = w->clk, key = ceil_key(w, expires);
-	uint64_t deferrable = (priv & PRIV_DEFERRABLE) >> 62, at, wake;
+	unsigned shift = w->tick_shift;
+	uint64_t clk = w->clk, key = wheel_key_of(expires, shift);
+	uint64_t deferrable = (priv & PRIV_DEFERRABLE) >> 62, at, wake, pos;
 	struct wheel_base *b = &w->base[deferrable];
 	struct wheel_link **head, *first;
 	unsigned level, slot;
@@ -386,10 +400,11 @@ static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 		key = clk; /* already due: it runs at the next advance */
 	at = key_to_ns(w, key);
 	wake = at | -deferrable; /* WHEEL_NEVER if deferrable */
-	level = level_of(w, key);
+	level = level_of_diff(key ^ clk);
 	slot = slot_of(key, level);
+	pos = level * WHEEL_SLOTS + slot;
 
-	head = &b->slot[level][slot];
+	head = &b->slot[0][pos];
 	first = *head;
 	t->link.next = first;
 	t->link.pprev = head;
@@ -408,54 +423,50 @@ static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 	t->wake = wake;
 	t->priv = (priv & PRIV_DEFERRABLE) | (w->next_seq++ & PRIV_SEQ_MASK) |
 		  (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT |
-		  deferrable << PRIV_BASE_SHIFT |
-		  (uint64_t)(level << WHEEL_LVL_BITS | slot) << PRIV_POS_SHIFT;
+		  deferrable << PRIV_BASE_SHIFT | pos << PRIV_POS_SHIFT;
 	b->min_at = min_u64(b->min_at, at);
 	w->next_hard = min_u64(w->next_hard, wake);
 	w->nr_pending[deferrable]++;
 }
 
 /*
- * Arm or re-arm. The two hot cases stay inline: arming an idle timer, and
- * moving a pending one to another expiry in the same tick with no tolerance
- * (same key, same slot, same wake: only the expiry and the arm order change).
+ * Arm or re-arm. Arming an idle timer with no tolerance is the hot case and
+ * stays inline; everything else goes through rearm().
  */
-static hot_inline int add_or_mod(struct wheel *w, struct wheel_timer *t,
-				 uint64_t expires, uint64_t tolerance)
+int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
+	      uint64_t tolerance)
 {
 	uint64_t priv = t->priv;
 
-	if (unlikely(priv & PRIV_STATE_MASK)) {
-		if ((priv & PRIV_STATE_MASK) ==
-			    (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT &&
-		    !tolerance &&
-		    ceil_key(w, expires) == timer_key(w, t) &&
-		    (priv & PRIV_BASE_MASK) !=
-			    (uint64_t)WHEEL_BASE_TOLERANT << PRIV_BASE_SHIFT) {
-			t->expires = expires;
-			t->priv = (priv & ~PRIV_SEQ_MASK) |
-				  (w->next_seq++ & PRIV_SEQ_MASK);
-			return 1;
-		}
-		return rearm(w, t, expires, tolerance);
-	}
-
-	if (unlikely(tolerance))
+	if (unlikely((priv & PRIV_STATE_MASK) || tolerance))
 		return rearm(w, t, expires, tolerance);
 	add_idle(w, t, expires, priv);
 	return 0;
 }
 
-int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
-	      uint64_t tolerance)
-{
-	return add_or_mod(w, t, expires, tolerance);
-}
-
+/*
+ * The hot case of a modify: another expiry in the same tick with no
+ * tolerance, so the same key, slot and wake: only the expiry and the arm
+ * order change. (The base cannot change: the flag is fixed while pending.)
+ */
 int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	      uint64_t tolerance)
 {
-	return add_or_mod(w, t, expires, tolerance);
+	uint64_t priv = t->priv;
+	unsigned shift = w->tick_shift;
+
+	if (likely((priv & (PRIV_STATE_MASK | (uint64_t)WHEEL_BASE_TOLERANT
+						      << PRIV_BASE_SHIFT)) ==
+			   (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT &&
+		   !tolerance &&
+		   wheel_key_of(expires, shift) ==
+			   wheel_key_of(t->expires, shift))) {
+		t->expires = expires;
+		t->priv = (priv & ~PRIV_SEQ_MASK) |
+			  (w->next_seq++ & PRIV_SEQ_MASK);
+		return 1;
+	}
+	return wheel_add(w, t, expires, tolerance);
 }
 
 int wheel_del(struct wheel *w, struct wheel_timer *t)
@@ -637,20 +648,28 @@ static void cascade(struct wheel *w, struct wheel_base *b, unsigned level)
 {
 	uint64_t clk = w->clk, tick_mask = (1ull << w->tick_shift) - 1;
 	unsigned shift = w->tick_shift, slot = slot_of(clk, level);
-	struct wheel_link *l = b->slot[level][slot], *next;
+	struct wheel_link **slots = &b->slot[0][0];
+	uint64_t *occupied = b->occupied, *in_order = b->in_order;
+	uint64_t levels = b->level_mask;
+	struct wheel_link *l = slots[level * WHEEL_SLOTS + slot], *next;
 
-	b->slot[level][slot] = NULL;
-	b->occupied[level] &= ~(1ull << slot);
-	if (!b->occupied[level])
-		b->level_mask &= ~(1ull << level);
+	slots[level * WHEEL_SLOTS + slot] = NULL;
+	occupied[level] &= ~(1ull << slot);
+	if (!occupied[level])
+		levels &= ~(1ull << level);
 	for (; l; l = next) {
 		struct wheel_timer *t = wheel_timer_of(l);
 		uint64_t expires = t->expires;
-		uint64_t key = (expires >> shift) + !!(expires & tick_mask);
-		unsigned lv = (63 - __builtin_clzll((key ^ clk) | 1)) /
-			      WHEEL_LVL_BITS;
+		/*
+		 * (expires + tick - 1) >> shift cannot overflow here: only
+		 * the saturated key's timers have such expiries, and the
+		 * clock never reaches their slot, so they never cascade.
+		 */
+		uint64_t key = (expires + tick_mask) >> shift;
+		unsigned lv = level_of_diff(key ^ clk);
 		unsigned sl = slot_of(key, lv);
-		struct wheel_link **head = &b->slot[lv][sl];
+		uint64_t pos = lv * WHEEL_SLOTS + sl;
+		struct wheel_link **head = &slots[pos];
 		struct wheel_link *first = *head;
 
 		next = l->next;
@@ -663,16 +682,15 @@ static void cascade(struct wheel *w, struct wheel_base *b, unsigned level)
 				expires > wheel_timer_of(first)->expires;
 
 			first->pprev = &l->next;
-			b->in_order[lv] &= ~(later << sl);
+			in_order[lv] &= ~(later << sl);
 		} else {
-			b->occupied[lv] |= 1ull << sl;
-			b->level_mask |= 1ull << lv;
-			b->in_order[lv] |= 1ull << sl;
+			occupied[lv] |= 1ull << sl;
+			levels |= 1ull << lv;
+			in_order[lv] |= 1ull << sl;
 		}
-		t->priv = (t->priv & ~PRIV_POS_MASK) |
-			  (uint64_t)(lv << WHEEL_LVL_BITS | sl)
-				  << PRIV_POS_SHIFT;
+		t->priv = (t->priv & ~PRIV_POS_MASK) | pos << PRIV_POS_SHIFT;
 	}
+	b->level_mask = levels;
 }
 
 /*
@@ -680,15 +698,12 @@ static void cascade(struct wheel *w, struct wheel_base *b, unsigned level)
  * it is) to the due chain at @tail, in run order, and return the new tail.
  * One timer, the common case, needs no sorting.
  */
-static struct wheel_link **collect_key(struct wheel *w, struct wheel_link **tail,
-				       const uint64_t *event)
+static struct wheel_link **collect_chain(struct wheel_link **tail,
+					 struct wheel_link *chain,
+					 unsigned count)
 {
-	struct wheel_link *chain = NULL, **end = &chain, *l, **prev;
-	unsigned i, count = 0;
+	struct wheel_link *l, **prev;
 
-	for (i = 0; i < WHEEL_NR_BASES; i++)
-		if (event[i] == w->clk)
-			end = collect_due(w, &w->base[i], end, &count);
 	if (count > 1)
 		chain = wheel_chain_sort(chain);
 	*tail = chain;
@@ -698,6 +713,52 @@ static struct wheel_link **collect_key(struct wheel *w, struct wheel_link **tail
 		prev = &l->next;
 	}
 	return prev;
+}
+
+static struct wheel_link **collect_key(struct wheel *w, struct wheel_link **tail,
+				       const uint64_t *event)
+{
+	struct wheel_link *chain = NULL, **end = &chain;
+	unsigned i, count = 0;
+
+	for (i = 0; i < WHEEL_NR_BASES; i++)
+		if (event[i] == w->clk)
+			end = collect_due(w, &w->base[i], end, &count);
+	return collect_chain(tail, chain, count);
+}
+
+static struct wheel_link **collect_key_base(struct wheel *w,
+					    struct wheel_base *b,
+					    struct wheel_link **tail)
+{
+	struct wheel_link *chain = NULL;
+	unsigned count = 0;
+
+	collect_due(w, b, &chain, &count);
+	return collect_chain(tail, chain, count);
+}
+
+/* collect_key() when only @b has timers at key w->clk. */
+static struct wheel_link **collect_one(struct wheel *w, struct wheel_base *b,
+				       struct wheel_link **tail)
+{
+	unsigned slot = w->clk & SLOT_MASK;
+	struct wheel_link *l = b->slot[0][slot];
+
+	if (l->next)
+		return collect_key_base(w, b, tail);
+	/* One timer: the usual case, nothing to sort. */
+	b->slot[0][slot] = NULL;
+	b->occupied[0] &= ~(1ull << slot);
+	if (!b->occupied[0])
+		b->level_mask &= ~1ull;
+	b->min_at_valid = false;
+	b->min_wake_valid = false;
+	w->next_hard_valid = false;
+	set_state(wheel_timer_of(l), TIMER_DUE);
+	*tail = l;
+	l->pprev = tail;
+	return &l->next;
 }
 
 unsigned wheel_advance(struct wheel *w, uint64_t now)
@@ -721,12 +782,33 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 	for (i = 0; i < WHEEL_NR_BASES; i++)
 		event[i] = base_next_event(w, &w->base[i], &level[i]);
 	for (;;) {
-		uint64_t first = min_u64(min_u64(event[0], event[1]), event[2]);
+		uint64_t first = event[0];
+		unsigned nr_first;
 		bool cascaded = false;
 
+		i = 0;
+		if (event[1] < first) {
+			first = event[1];
+			i = 1;
+		}
+		if (event[2] < first) {
+			first = event[2];
+			i = 2;
+		}
 		if (first > target)
 			break;
 		w->clk = first;
+		nr_first = (event[0] == first) + (event[1] == first) +
+			   (event[2] == first);
+		if (likely(nr_first == 1)) {
+			/* The common case: one base has this event. */
+			if (level[i])
+				cascade(w, &w->base[i], level[i]);
+			else
+				tail = collect_one(w, &w->base[i], tail);
+			event[i] = base_next_event(w, &w->base[i], &level[i]);
+			continue;
+		}
 		for (i = 0; i < WHEEL_NR_BASES; i++) {
 			if (event[i] == first && level[i]) {
 				cascade(w, &w->base[i], level[i]);
