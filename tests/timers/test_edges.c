@@ -457,3 +457,103 @@ Test(timers_edges, small_and_large_ticks)
 		free(f);
 	}
 }
+
+static uint64_t edge_rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t edge_rand(void)
+{
+	uint64_t z = (edge_rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t ceil_tick(uint64_t ns)
+{
+	return (ns + TICK - 1) / TICK * TICK;
+}
+
+/*
+ * A big coarse slot: the wake-up query sorts it once (one-pass bucket sort
+ * up to 16384 timers, radix sort beyond), and then reads the earliest after
+ * each delete. Arms into the sorted slot, in order and out of order, and
+ * same-tick modifies must keep every answer exact. The model is a brute
+ * force minimum over the pending timers.
+ */
+static void big_slot_case(unsigned n, unsigned steps)
+{
+	struct wheel *w = calloc(1, sizeof(*w));
+	struct wheel_timer *t = calloc(n, sizeof(*t));
+	uint64_t *exp = calloc(n, sizeof(*exp));
+	bool *on = calloc(n, sizeof(*on));
+	/* Level 3 at the default tick: keys 2^18..2^19 ticks ahead. */
+	uint64_t base = (1ull << 30) + (1ull << 28), span = 1ull << 28;
+	unsigned i, step;
+
+	cr_assert(w && t && exp && on);
+	wheel_init(w, 1ull << 30, 0);
+	for (i = 0; i < n; i++) {
+		wheel_timer_init(&t[i], on_expiry, i % 3 ? 0 : WHEEL_DEFERRABLE);
+		exp[i] = base + edge_rand() % span;
+		wheel_add(w, &t[i], exp[i], 0);
+		on[i] = true;
+	}
+	for (step = 0; step < steps; step++) {
+		uint64_t want = WHEEL_NEVER, any = WHEEL_NEVER;
+		unsigned first = n, r = edge_rand() % 16;
+
+		for (i = 0; i < n; i++) {
+			if (!on[i])
+				continue;
+			any = any < ceil_tick(exp[i]) ? any : ceil_tick(exp[i]);
+			if (i % 3 && ceil_tick(exp[i]) < want) {
+				want = ceil_tick(exp[i]);
+				first = i;
+			}
+		}
+		cr_assert_eq(wheel_next_hard_expiry(w), want, "step %u", step);
+		cr_assert_eq(wheel_next_expiry(w), any, "step %u", step);
+		if (first == n)
+			break;
+		i = edge_rand() % n;
+		if (r < 10) { /* delete the earliest hard timer */
+			wheel_del(w, &t[first]);
+			on[first] = false;
+		} else if (r < 12) { /* another ns of the same tick */
+			if (on[i]) {
+				exp[i] = ceil_tick(exp[i]) - edge_rand() % TICK;
+				wheel_mod(w, &t[i], exp[i], 0);
+			}
+		} else if (r < 14) { /* re-arm anywhere in the slot */
+			exp[i] = base + edge_rand() % span;
+			wheel_add(w, &t[i], exp[i], 0);
+			on[i] = true;
+		} else if (r < 15) { /* earlier than everything */
+			exp[i] = base + edge_rand() % TICK;
+			wheel_mod(w, &t[i], exp[i], 0);
+			on[i] = true;
+		} else {
+			wheel_del(w, &t[i]);
+			on[i] = false;
+		}
+	}
+	free(w);
+	free(t);
+	free(exp);
+	free(on);
+}
+
+Test(timers_edges, big_coarse_slot_bucket_sorted)
+{
+	big_slot_case(3000, 6000);
+}
+
+Test(timers_edges, huge_coarse_slot_radix_sorted, .timeout = 60)
+{
+	/*
+	 * 20000 hard timers: past the one-pass limit. The brute-force model
+	 * is O(n) a step, so fewer steps.
+	 */
+	big_slot_case(30000, 3000);
+}
