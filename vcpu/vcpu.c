@@ -66,10 +66,11 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 		v->run = NULL;
 		return -errno;
 	}
-	v->sync_regs = (ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS) &
-			KVM_SYNC_X86_REGS) != 0;
-	if (v->sync_regs)
-		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS;
+	r = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
+	v->sync_regs = r > 0 && (r & KVM_SYNC_X86_REGS);
+	v->sync_events = r > 0 && (r & KVM_SYNC_X86_EVENTS);
+	v->run->kvm_valid_regs = (v->sync_regs ? KVM_SYNC_X86_REGS : 0) |
+				 (v->sync_events ? KVM_SYNC_X86_EVENTS : 0);
 	return 0;
 }
 

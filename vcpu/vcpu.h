@@ -67,6 +67,7 @@ struct vcpu {
 	struct kvm_run *run;
 	size_t run_size;
 	bool sync_regs; /* KVM_CAP_SYNC_REGS: regs travel in kvm_run */
+	bool sync_events; /* ...and so can an interrupt to inject */
 	struct kvm_regs regs_cache; /* used when sync_regs is false */
 
 	const struct vcpu_ops *ops;
