@@ -148,7 +148,7 @@ static hot_inline uint64_t place(struct wheel *w, struct wheel_base *b,
 {
 	unsigned level = level_of(w, key);
 	unsigned slot = slot_of(key, level);
-	struct wheel_link **head = &b->slot[level][slot];
+	struct wheel_link **head = &b->slot[level * WHEEL_SLOTS + slot];
 	struct wheel_link *first = *head;
 
 	t->link.next = first;
@@ -173,7 +173,7 @@ static hot_inline void unslot(struct wheel_base *b, struct wheel_timer *t)
 	unsigned level = pos >> WHEEL_LVL_BITS, slot = pos & SLOT_MASK;
 
 	wheel_list_del(&t->link);
-	if (!b->slot[level][slot]) {
+	if (!b->slot[level * WHEEL_SLOTS + slot]) {
 		b->occupied[level] &= ~(1ull << slot);
 		if (!b->occupied[level])
 			b->level_mask &= ~(1ull << level);
@@ -228,7 +228,7 @@ static void base_init(struct wheel_base *b)
 		b->occupied[level] = 0;
 		b->in_order[level] = 0;
 		for (slot = 0; slot < WHEEL_SLOTS; slot++)
-			b->slot[level][slot] = NULL;
+			b->slot[level * WHEEL_SLOTS + slot] = NULL;
 	}
 	b->min_at = WHEEL_NEVER;
 	b->min_wake = WHEEL_NEVER;
@@ -404,7 +404,7 @@ static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 	slot = slot_of(key, level);
 	pos = level * WHEEL_SLOTS + slot;
 
-	head = &b->slot[0][pos];
+	head = &b->slot[pos];
 	first = *head;
 	t->link.next = first;
 	t->link.pprev = head;
@@ -514,7 +514,7 @@ static uint64_t base_min_at(struct wheel *w, struct wheel_base *b)
 	}
 	level = __builtin_ctzll(b->level_mask);
 	slot = __builtin_ctzll(b->occupied[level]);
-	head = &b->slot[level][slot];
+	head = &b->slot[level * WHEEL_SLOTS + slot];
 	if (!level) {
 		best = slot_start(w, 0, slot);
 	} else if (b->in_order[level] & (1ull << slot)) {
@@ -554,7 +554,7 @@ static uint64_t base_min_wake(struct wheel *w, struct wheel_base *b)
 
 			if (key_to_ns(w, slot_start(w, level, slot)) >= best)
 				goto done;
-			for (l = b->slot[level][slot]; l; l = l->next)
+			for (l = b->slot[level * WHEEL_SLOTS + slot]; l; l = l->next)
 				best = min_u64(best, wheel_timer_of(l)->wake);
 		}
 	}
@@ -620,9 +620,9 @@ static struct wheel_link **collect_due(struct wheel *w, struct wheel_base *b,
 				       unsigned *count)
 {
 	unsigned slot = w->clk & SLOT_MASK;
-	struct wheel_link *l = b->slot[0][slot];
+	struct wheel_link *l = b->slot[slot];
 
-	b->slot[0][slot] = NULL;
+	b->slot[slot] = NULL;
 	*tail = l;
 	for (; l; l = l->next) {
 		set_state(wheel_timer_of(l), TIMER_DUE);
@@ -648,7 +648,7 @@ static void cascade(struct wheel *w, struct wheel_base *b, unsigned level)
 {
 	uint64_t clk = w->clk, tick_mask = (1ull << w->tick_shift) - 1;
 	unsigned shift = w->tick_shift, slot = slot_of(clk, level);
-	struct wheel_link **slots = &b->slot[0][0];
+	struct wheel_link **slots = &b->slot[0];
 	uint64_t *occupied = b->occupied, *in_order = b->in_order;
 	uint64_t levels = b->level_mask;
 	struct wheel_link *l = slots[level * WHEEL_SLOTS + slot], *next;
@@ -743,12 +743,12 @@ static struct wheel_link **collect_one(struct wheel *w, struct wheel_base *b,
 				       struct wheel_link **tail)
 {
 	unsigned slot = w->clk & SLOT_MASK;
-	struct wheel_link *l = b->slot[0][slot];
+	struct wheel_link *l = b->slot[slot];
 
 	if (l->next)
 		return collect_key_base(w, b, tail);
 	/* One timer: the usual case, nothing to sort. */
-	b->slot[0][slot] = NULL;
+	b->slot[slot] = NULL;
 	b->occupied[0] &= ~(1ull << slot);
 	if (!b->occupied[0])
 		b->level_mask &= ~1ull;

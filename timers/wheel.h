@@ -103,7 +103,7 @@ struct wheel_base {
 	uint64_t min_wake; /* tolerant base: cached min of ->wake, if valid */
 	bool min_at_valid;
 	bool min_wake_valid;
-	struct wheel_link *slot[WHEEL_LEVELS][WHEEL_SLOTS];
+	struct wheel_link *slot[WHEEL_LEVELS * WHEEL_SLOTS]; /* [level * 64 + s] */
 };
 
 enum wheel_base_id {

@@ -549,7 +549,7 @@ Test(timers_edges, big_coarse_slot_bucket_sorted)
 	big_slot_case(3000, 6000);
 }
 
-Test(timers_edges, huge_coarse_slot_radix_sorted, .timeout = 60)
+Test(timers_edges, huge_coarse_slot_radix_sorted)
 {
 	/*
 	 * 20000 hard timers: past the one-pass limit. The brute-force model
