@@ -142,7 +142,8 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		.nr_slots = LULL_DEFAULT_SLOTS,
 	};
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+c:m:hV", long_options, NULL)) != -1) {
+	opterr = 0; /* we say it ourselves, in one sentence */
+	while ((opt = getopt_long(argc, argv, ":c:m:hV", long_options, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			/* The upper bound is KVM's, checked once /dev/kvm is open. */
@@ -213,8 +214,14 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		case 'V':
 			puts("lull " LULL_VERSION);
 			exit(0);
+		case ':':
+			if (optopt)
+				return usage_error("-%c needs a value", optopt);
+			return usage_error("%s needs a value", argv[optind - 1]);
 		default:
-			return usage_error("unknown or incomplete option");
+			if (optopt)
+				return usage_error("unknown option '-%c'", optopt);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
