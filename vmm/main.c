@@ -215,13 +215,16 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			puts("lull " LULL_VERSION);
 			exit(0);
 		case ':':
-			if (optopt)
-				return usage_error("-%c needs a value", optopt);
-			return usage_error("%s needs a value", argv[optind - 1]);
-		default:
-			if (optopt)
-				return usage_error("unknown option '-%c'", optopt);
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+		case '?': {
+			/* getopt sets optopt for long options too: go by argv */
+			const char *arg = argv[optind - 1];
+			char shortopt[3] = { '-', (char)optopt, 0 };
+			const char *name = !strncmp(arg, "--", 2) ? arg : shortopt;
+
+			if (opt == ':')
+				return usage_error("option %s needs a value", name);
+			return usage_error("unknown option '%s'", name);
+		}
 		}
 	}
 	if (optind >= argc)
