@@ -198,18 +198,18 @@ static hot_inline void note_armed(struct wheel *w, struct wheel_base *b,
 }
 
 /*
- * A timer whose key was raised to the clock (an expiry in the past) has a
- * ceil_tick below the cache, so it spoils it too: conservative, never wrong.
+ * ->min_at is a multiple of the tick (or WHEEL_NEVER), so for the timer that
+ * holds it ceil_tick(expires) == min_at, which is the same as expires <=
+ * min_at: no key arithmetic on the delete path. Timers that cannot hold the
+ * minimum may pass the test too (a key raised to the clock, an expiry in
+ * the past; anything when min_at is WHEEL_NEVER): conservative, never wrong.
  * A WHEEL_NEVER wake never decides a minimum: removing it changes nothing.
  */
 static hot_inline void note_removed(struct wheel *w, struct wheel_base *b,
 				    enum wheel_base_id id,
 				    const struct wheel_timer *t)
 {
-	uint64_t at = id == WHEEL_BASE_HARD ? t->wake :
-					      key_to_ns(w, timer_key(w, t));
-
-	if (at <= b->min_at)
+	if (t->expires <= b->min_at)
 		b->min_at_valid = false;
 	if (t->wake != WHEEL_NEVER) {
 		if (id == WHEEL_BASE_TOLERANT && t->wake <= b->min_wake)
@@ -424,8 +424,15 @@ static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 	t->priv = (priv & PRIV_DEFERRABLE) | (w->next_seq++ & PRIV_SEQ_MASK) |
 		  (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT |
 		  deferrable << PRIV_BASE_SHIFT | pos << PRIV_POS_SHIFT;
-	b->min_at = min_u64(b->min_at, at);
-	w->next_hard = min_u64(w->next_hard, wake);
+	/*
+	 * Conditional stores, not a min: most arms do not lower a minimum,
+	 * and a load-compare-store on every arm chains each add to the
+	 * previous one through memory.
+	 */
+	if (unlikely(at < b->min_at))
+		b->min_at = at;
+	if (unlikely(wake < w->next_hard))
+		w->next_hard = wake;
 	w->nr_pending[deferrable]++;
 }
 
