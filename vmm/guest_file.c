@@ -7,27 +7,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "pvh.h"
 
-static int __attribute__((format(printf, 4, 5)))
-fail(char *err, size_t err_len, int errnum, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && err_len) {
-		va_start(ap, fmt);
-		vsnprintf(err, err_len, fmt, ap);
-		va_end(ap);
-	}
-	return -errnum;
-}
 
 static const char *file_kind(mode_t mode)
 {
@@ -55,10 +43,10 @@ static int read_all(int fd, uint8_t *buf, size_t size, char *err,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return fail(err, err_len, errno, "cannot read it: %s",
+			return errmsg(err, err_len, errno, "cannot read it: %s",
 				    strerror(errno));
 		if (n == 0)
-			return fail(err, err_len, EIO,
+			return errmsg(err, err_len, EIO,
 				    "the file shrank while it was being read");
 		got += n;
 	}
@@ -73,23 +61,23 @@ static int read_open_file(int fd, void **buf, size_t *size, char *err,
 	int ret;
 
 	if (fstat(fd, &st) < 0)
-		return fail(err, err_len, errno, "cannot stat it: %s",
+		return errmsg(err, err_len, errno, "cannot stat it: %s",
 			    strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return fail(err, err_len, EINVAL,
+		return errmsg(err, err_len, EINVAL,
 			    "not a regular file (it is a %s)",
 			    file_kind(st.st_mode));
 	if (st.st_size == 0)
-		return fail(err, err_len, EINVAL, "the file is empty");
+		return errmsg(err, err_len, EINVAL, "the file is empty");
 	if ((unsigned long long)st.st_size > PVH_MAX_FILE_SIZE)
-		return fail(
+		return errmsg(
 			err, err_len, EFBIG,
 			"%lld bytes is too large: lull refuses guest images over 1 GiB",
 			(long long)st.st_size);
 
 	data = malloc(st.st_size);
 	if (!data)
-		return fail(err, err_len, ENOMEM,
+		return errmsg(err, err_len, ENOMEM,
 			    "cannot allocate %lld bytes to read it",
 			    (long long)st.st_size);
 	ret = read_all(fd, data, st.st_size, err, err_len);
@@ -113,8 +101,8 @@ int pvh_read_file(const char *path, void **buf, size_t *size, char *err,
 		int e = errno;
 
 		if (e == ENOENT)
-			return fail(err, err_len, e, "no such file");
-		return fail(err, err_len, e, "cannot open it: %s", strerror(e));
+			return errmsg(err, err_len, e, "no such file");
+		return errmsg(err, err_len, e, "cannot open it: %s", strerror(e));
 	}
 	ret = read_open_file(fd, buf, size, err, err_len);
 	close(fd);

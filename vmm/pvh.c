@@ -19,12 +19,12 @@
  */
 #include <elf.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "lull_abi.h"
+#include "errmsg.h"
 #include "pvh.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -55,18 +55,6 @@ _Static_assert(PVH_MEMMAP_GPA + PVH_MEMMAP_MAX *
 _Static_assert(LULL_CMDLINE_GPA + LULL_CMDLINE_MAX <= LULL_BOOT_AREA_END,
 	       "the command line must fit in the boot area");
 
-static int __attribute__((format(printf, 4, 5)))
-fail(char *err, size_t err_len, int errnum, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && err_len) {
-		va_start(ap, fmt);
-		vsnprintf(err, err_len, fmt, ap);
-		va_end(ap);
-	}
-	return -errnum;
-}
 
 /* "16 MiB" when exact, else the byte count: for RAM sizes in messages. */
 static const char *size_str(char buf[32], uint64_t n)
@@ -110,7 +98,7 @@ struct loader {
 };
 
 #define loader_fail(l, errnum, ...) \
-	fail((l)->err, (l)->err_len, errnum, __VA_ARGS__)
+	errmsg((l)->err, (l)->err_len, errnum, __VA_ARGS__)
 
 static const char *machine_name(uint16_t machine)
 {
@@ -652,14 +640,14 @@ int64_t pvh_write_start_info(void *ram, uint64_t ram_size, const char *cmdline,
 	char buf[32];
 
 	if (ram_size < LULL_BOOT_AREA_END)
-		return fail(
+		return errmsg(
 			err, err_len, ERANGE,
 			"guest RAM (%s) is too small to hold the boot area, which ends at 0x%x",
 			size_str(buf, ram_size), LULL_BOOT_AREA_END);
 	if (cmdline) {
 		len = strnlen(cmdline, LULL_CMDLINE_MAX);
 		if (len == LULL_CMDLINE_MAX)
-			return fail(
+			return errmsg(
 				err, err_len, E2BIG,
 				"command line is %zu bytes; the limit is %d",
 				strlen(cmdline), LULL_CMDLINE_MAX - 1);
