@@ -47,8 +47,9 @@ static void set_gate(unsigned v)
 
 /*
  * Only the exception gates at boot: the rest are filled when a handler is
- * installed. Filling all 256 is ~3000 instructions, milliseconds of boot
- * time where guest code is emulated (docs/guests.md).
+ * installed, or by the #NP the first interrupt on an empty gate raises (see
+ * trap_dispatch). Filling all 256 is ~3000 instructions, milliseconds of
+ * boot time where guest code is emulated (docs/guests.md).
  */
 void idt_init(void)
 {
@@ -83,11 +84,25 @@ uint64_t irq_unexpected_count(void)
 
 void trap_dispatch(struct trap_frame *f);
 
+#define VEC_NP 11
+#define ERR_IDT (1u << 1) /* the error code names an IDT entry */
+
 void trap_dispatch(struct trap_frame *f)
 {
 	irq_handler_t fn;
+	uint64_t vector = f->vector;
 
-	if (f->vector < 32) {
+	/*
+	 * An interrupt on a vector whose gate is not filled yet arrives as #NP
+	 * naming that IDT entry. Fill the gate and handle it as the interrupt
+	 * it was: the handler if one is installed by now (another vCPU may be
+	 * installing it), else counted as unexpected, as with a filled gate.
+	 */
+	if (vector == VEC_NP && (f->error & ERR_IDT) && (f->error >> 3) >= 32 &&
+	    (f->error >> 3) < 256) {
+		vector = f->error >> 3;
+		set_gate((unsigned)vector);
+	} else if (vector < 32) {
 		const char *name = exception_names[f->vector];
 
 		printf("exception %lu (%s) on vcpu %u: error %#lx rip %#lx rsp %#lx",
@@ -98,9 +113,9 @@ void trap_dispatch(struct trap_frame *f)
 		printf("\n");
 		rt_exit(EXCEPTION_EXIT_STATUS);
 	}
-	fn = READ_ONCE(handlers[f->vector]);
+	fn = READ_ONCE(handlers[vector]);
 	if (fn)
-		fn((unsigned)f->vector);
+		fn((unsigned)vector);
 	else
 		__atomic_fetch_add(&unexpected, 1, __ATOMIC_RELAXED);
 }

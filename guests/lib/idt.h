@@ -3,12 +3,13 @@
  * idt.h: one IDT shared by all vCPUs.
  *
  * Vectors 0-31 (exceptions) print the vector, error code, RIP (and CR2
- * for a page fault) on serial and exit with status 3. A vector 32-255
- * gets its gate when irq_set_handler() installs a handler (a later NULL
- * handler makes it count as unexpected); an interrupt on a vector that
- * never had one is a #NP exception, so a stray vector fails loudly. The
- * handler runs with interrupts off on the interrupted vCPU's stack; the
- * stub saves and restores all GPRs.
+ * for a page fault) on serial and exit with status 3. Vectors 32-255 call
+ * the handler installed with irq_set_handler(), or count the interrupt as
+ * unexpected if there is none. (Their gates are filled lazily: when a
+ * handler is installed, or on the #NP that an interrupt on an empty gate
+ * raises, which is then handled as that interrupt.) The handler runs with
+ * interrupts off on the interrupted vCPU's stack; the stub saves and
+ * restores all GPRs.
  *
  * vCPU 0 calls idt_init() once before releasing the other vCPUs; every
  * vCPU then calls idt_load(). The runtime does both before guest code.
