@@ -85,8 +85,8 @@ struct wheel_timer {
 	/*
 	 * Private bookkeeping packed in one word so the timer stays at 48
 	 * bytes: a 48-bit arm sequence (breaks ties between equal expiries),
-	 * its level and slot, state, base and the deferrable flag. wheel.c
-	 * has the layout.
+	 * its level and slot, state, base and the deferrable flag.
+	 * timers/wheel_list.h has the layout.
 	 */
 	uint64_t priv;
 };
