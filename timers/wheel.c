@@ -169,11 +169,12 @@ static hot_inline uint64_t place(struct wheel *w, struct wheel_base *b,
 
 static hot_inline void unslot(struct wheel_base *b, struct wheel_timer *t)
 {
-	unsigned pos = timer_pos(t);
-	unsigned level = pos >> WHEEL_LVL_BITS, slot = pos & SLOT_MASK;
+	unsigned pos = timer_pos(t); /* level * WHEEL_SLOTS + slot */
 
 	wheel_list_del(&t->link);
-	if (!b->slot[level * WHEEL_SLOTS + slot]) {
+	if (!b->slot[pos]) {
+		unsigned level = pos >> WHEEL_LVL_BITS, slot = pos & SLOT_MASK;
+
 		b->occupied[level] &= ~(1ull << slot);
 		if (!b->occupied[level])
 			b->level_mask &= ~(1ull << level);
