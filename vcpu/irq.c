@@ -28,7 +28,8 @@ uint32_t irq_raise(struct irq_queue *q, uint8_t vector, uint32_t times,
 
 bool irq_any_pending(const struct irq_queue *q)
 {
-	return (q->pending[0] | q->pending[1] | q->pending[2] | q->pending[3]) != 0;
+	return (q->pending[0] | q->pending[1] | q->pending[2] |
+		q->pending[3]) != 0;
 }
 
 int irq_highest(const struct irq_queue *q)

@@ -117,7 +117,8 @@ static void inject(struct vcpu *v)
 			struct kvm_interrupt irq = { .irq = (unsigned)vector };
 
 			if (ioctl(v->fd, KVM_INTERRUPT, &irq) < 0) {
-				fatal(v, "KVM_INTERRUPT of vector %d failed: %s",
+				fatal(v,
+				      "KVM_INTERRUPT of vector %d failed: %s",
 				      vector, strerror(errno));
 				return;
 			}
@@ -207,9 +208,9 @@ static void handle_exit(struct vcpu *v)
 		halt(v);
 		break;
 	case KVM_EXIT_IO:
-		v->ops->io(v, run->io.port, run->io.direction == KVM_EXIT_IO_OUT,
-			   run->io.size, run->io.count,
-			   (uint8_t *)run + run->io.data_offset);
+		v->ops->io(v, run->io.port,
+			   run->io.direction == KVM_EXIT_IO_OUT, run->io.size,
+			   run->io.count, (uint8_t *)run + run->io.data_offset);
 		break;
 	case KVM_EXIT_MMIO:
 		v->ops->mmio(v, run->mmio.phys_addr, run->mmio.is_write,
@@ -228,7 +229,8 @@ static void handle_exit(struct vcpu *v)
 		      (unsigned long long)vcpu_regs(v)->rip);
 		break;
 	case KVM_EXIT_FAIL_ENTRY:
-		fatal(v, "VM entry failed, hardware reason 0x%llx, at rip 0x%llx",
+		fatal(v,
+		      "VM entry failed, hardware reason 0x%llx, at rip 0x%llx",
 		      (unsigned long long)
 			      run->fail_entry.hardware_entry_failure_reason,
 		      (unsigned long long)vcpu_regs(v)->rip);
@@ -251,7 +253,8 @@ static int thread_setup(struct vcpu *v)
 
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = SIG_VCPU_KICK;
-	sev._sigev_un._tid = gettid(); /* glibc 2.36 lacks sigev_notify_thread_id */
+	sev._sigev_un._tid =
+		gettid(); /* glibc 2.36 lacks sigev_notify_thread_id */
 	if (timer_create(CLOCK_MONOTONIC, &sev, &v->kick_timer) < 0)
 		return -errno;
 	v->kick_timer_made = true;
@@ -272,7 +275,6 @@ static void *vcpu_thread(void *arg)
 	char name[16];
 	int r;
 
-
 	v->self = pthread_self();
 	/* Benchmarks and tests find vCPU threads in /proc by this name. */
 	snprintf(name, sizeof(name), "vcpu%u", v->index);
@@ -291,8 +293,8 @@ static void *vcpu_thread(void *arg)
 	while (!stopping(v)) {
 		catch_up(v);
 		inject(v);
-		arm_kick_timer(v, sat_add(wheel_next_expiry(&v->wheel),
-					  v->slop_ns));
+		arm_kick_timer(
+			v, sat_add(wheel_next_expiry(&v->wheel), v->slop_ns));
 
 		atomic_store(&v->state, VCPU_IN_GUEST);
 		if (atomic_load(&v->kick_pending) || stopping(v)) {

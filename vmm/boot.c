@@ -16,8 +16,9 @@
 int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
 {
 	for (unsigned nent = 128; nent <= 4096; nent *= 2) {
-		struct kvm_cpuid2 *c = calloc(1, sizeof(*c) +
-				(nent + LULL_LEAVES) * sizeof(c->entries[0]));
+		struct kvm_cpuid2 *c =
+			calloc(1, sizeof(*c) + (nent + LULL_LEAVES) *
+						       sizeof(c->entries[0]));
 
 		if (!c)
 			return -ENOMEM;
@@ -45,10 +46,12 @@ static void lull_leaf(struct kvm_cpuid_entry2 *e, uint32_t fn, uint32_t a,
 }
 
 static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
-				     unsigned index, const struct vm_config *cfg)
+				     unsigned index,
+				     const struct vm_config *cfg)
 {
-	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + (supported->nent + LULL_LEAVES) *
-						sizeof(c->entries[0]));
+	struct kvm_cpuid2 *c =
+		calloc(1, sizeof(*c) + (supported->nent + LULL_LEAVES) *
+					       sizeof(c->entries[0]));
 	unsigned n = 0;
 
 	if (!c)
@@ -63,7 +66,8 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 		switch (e.function) {
 		case 1:
 			e.ebx = (e.ebx & 0x00ffffff) | (index << 24);
-			e.ecx &= ~(CPUID_1_ECX_X2APIC | CPUID_1_ECX_TSC_DEADLINE);
+			e.ecx &= ~(CPUID_1_ECX_X2APIC |
+				   CPUID_1_ECX_TSC_DEADLINE);
 			e.edx &= ~CPUID_1_EDX_APIC;
 			break;
 		case 0xb:
@@ -117,7 +121,9 @@ static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info)
 	flat_segment(&sregs.cs, 0x08, 0xb); /* execute/read, accessed */
 	flat_segment(&sregs.ds, 0x10, 0x3); /* read/write, accessed */
 	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
-	sregs.tr = (struct kvm_segment){ .limit = 0x67, .type = 0xb, .present = 1 };
+	sregs.tr = (struct kvm_segment){ .limit = 0x67,
+					 .type = 0xb,
+					 .present = 1 };
 	sregs.cr0 = 0x11; /* PE | ET */
 	sregs.cr3 = 0;
 	sregs.cr4 = 0;
@@ -130,8 +136,8 @@ static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info)
 }
 
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
-		    unsigned index, const struct vm_config *cfg,
-		    uint32_t entry, uint32_t start_info)
+		    unsigned index, const struct vm_config *cfg, uint32_t entry,
+		    uint32_t start_info)
 {
 	struct kvm_cpuid2 *c = vcpu_cpuid(supported, index, cfg);
 	int r = 0;

@@ -17,7 +17,7 @@ struct vm_config;
 /* Allocates *out (caller frees) with KVM_GET_SUPPORTED_CPUID's answer. */
 int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out);
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
-		    unsigned index, const struct vm_config *cfg,
-		    uint32_t entry, uint32_t start_info);
+		    unsigned index, const struct vm_config *cfg, uint32_t entry,
+		    uint32_t start_info);
 
 #endif

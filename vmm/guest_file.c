@@ -16,7 +16,6 @@
 #include "errmsg.h"
 #include "pvh.h"
 
-
 static const char *file_kind(mode_t mode)
 {
 	if (S_ISDIR(mode))
@@ -44,10 +43,11 @@ static int read_all(int fd, uint8_t *buf, size_t size, char *err,
 			continue;
 		if (n < 0)
 			return errmsg(err, err_len, errno, "cannot read it: %s",
-				    strerror(errno));
+				      strerror(errno));
 		if (n == 0)
-			return errmsg(err, err_len, EIO,
-				    "the file shrank while it was being read");
+			return errmsg(
+				err, err_len, EIO,
+				"the file shrank while it was being read");
 		got += n;
 	}
 	return 0;
@@ -62,11 +62,11 @@ static int read_open_file(int fd, void **buf, size_t *size, char *err,
 
 	if (fstat(fd, &st) < 0)
 		return errmsg(err, err_len, errno, "cannot stat it: %s",
-			    strerror(errno));
+			      strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return errmsg(err, err_len, EINVAL,
-			    "not a regular file (it is a %s)",
-			    file_kind(st.st_mode));
+			      "not a regular file (it is a %s)",
+			      file_kind(st.st_mode));
 	if (st.st_size == 0)
 		return errmsg(err, err_len, EINVAL, "the file is empty");
 	if ((unsigned long long)st.st_size > PVH_MAX_FILE_SIZE)
@@ -78,8 +78,8 @@ static int read_open_file(int fd, void **buf, size_t *size, char *err,
 	data = malloc(st.st_size);
 	if (!data)
 		return errmsg(err, err_len, ENOMEM,
-			    "cannot allocate %lld bytes to read it",
-			    (long long)st.st_size);
+			      "cannot allocate %lld bytes to read it",
+			      (long long)st.st_size);
 	ret = read_all(fd, data, st.st_size, err, err_len);
 	if (ret) {
 		free(data);
@@ -102,7 +102,8 @@ int pvh_read_file(const char *path, void **buf, size_t *size, char *err,
 
 		if (e == ENOENT)
 			return errmsg(err, err_len, e, "no such file");
-		return errmsg(err, err_len, e, "cannot open it: %s", strerror(e));
+		return errmsg(err, err_len, e, "cannot open it: %s",
+			      strerror(e));
 	}
 	ret = read_open_file(fd, buf, size, err, err_len);
 	close(fd);

@@ -50,7 +50,8 @@ static int64_t timer_set(struct vm *vm, struct vm_cpu *cpu, uint64_t slot,
 	if (flags & LULL_TIMER_PERIODIC) {
 		if (!period)
 			return bad(vm, cpu, HC_ERR_PERIOD, -LULL_EINVAL,
-				   "periodic timer with period %" PRIu64, period);
+				   "periodic timer with period %" PRIu64,
+				   period);
 		if (period < LULL_PERIOD_FLOOR_NS)
 			period = LULL_PERIOD_FLOOR_NS; /* as Xen's vpt does */
 		period = clamp_horizon(period);
@@ -89,7 +90,8 @@ static int64_t send_ipi(struct vm *vm, struct vm_cpu *cpu, uint64_t target,
 {
 	if (target >= vm->cfg.nr_vcpus)
 		return bad(vm, cpu, HC_ERR_TARGET, -LULL_ESRCH,
-			   "IPI to vCPU %" PRIu64 " that does not exist", target);
+			   "IPI to vCPU %" PRIu64 " that does not exist",
+			   target);
 	if (!vector_ok(vector))
 		return bad(vm, cpu, HC_ERR_VECTOR, -LULL_EINVAL,
 			   "IPI vector %" PRIu64 " outside 32..255", vector);

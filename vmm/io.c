@@ -33,8 +33,8 @@ static void debug_exit(struct vm *vm, unsigned size, const uint8_t *data)
 	char reason[64];
 
 	memcpy(&value, data, size > 4 ? 4 : size);
-	snprintf(reason, sizeof(reason), "guest wrote %u to the debug-exit port",
-		 value);
+	snprintf(reason, sizeof(reason),
+		 "guest wrote %u to the debug-exit port", value);
 	vm_request_stop(vm, (int)(value & 0xff), reason);
 }
 

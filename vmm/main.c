@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* lull: the command line. Turns options into a vm_config and errors into
  * one sentence and an exit status (exit_status.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <getopt.h>
@@ -72,7 +73,8 @@ static const struct option long_options[] = {
 	{ 0 },
 };
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 static int usage_error(const char *fmt, ...)
 {
@@ -114,11 +116,11 @@ static bool parse_size(const char *s, uint64_t *out)
 	v = strtoull(s, &end, 10);
 	if (errno || end == s)
 		return false;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
+	/* K, M, G, T: binary units, as the help says */
+	if (*end && strchr("kKmMgGtT", *end)) {
+		shift = 10 *
+			(unsigned)(strchr("KMGT", toupper(*end)) - "KMGT" + 1);
+		end++;
 	}
 	if (*end == 'i' || *end == 'B' || *end == 'b')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
@@ -143,24 +145,33 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 	};
 	optind = 1;
 	opterr = 0; /* we say it ourselves, in one sentence */
-	while ((opt = getopt_long(argc, argv, ":c:m:hV", long_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":c:m:hV", long_options, NULL)) !=
+	       -1) {
 		switch (opt) {
 		case 'c':
 			/* The upper bound is KVM's, checked once /dev/kvm is open. */
 			if (!parse_u64(optarg, &n) || n < 1 || n > UINT32_MAX)
-				return usage_error("--vcpus '%s': give a whole number from 1 up", optarg);
+				return usage_error(
+					"--vcpus '%s': give a whole number from 1 up",
+					optarg);
 			cfg->nr_vcpus = (unsigned)n;
 			break;
 		case 'm':
 			if (!parse_size(optarg, &n))
-				return usage_error("--mem '%s' is not a size (use e.g. 16M, 512K, 1G)", optarg);
+				return usage_error(
+					"--mem '%s' is not a size (use e.g. 16M, 512K, 1G)",
+					optarg);
 			if (n < (1ull << 20) || n % 4096)
-				return usage_error("--mem %s: guest RAM must be at least 1M and a multiple of 4K", optarg);
+				return usage_error(
+					"--mem %s: guest RAM must be at least 1M and a multiple of 4K",
+					optarg);
 			cfg->mem_size = n;
 			break;
 		case OPT_CMDLINE:
 			if (strlen(optarg) >= LULL_CMDLINE_MAX)
-				return usage_error("--cmdline is %zu bytes; the limit is %d", strlen(optarg), LULL_CMDLINE_MAX - 1);
+				return usage_error(
+					"--cmdline is %zu bytes; the limit is %d",
+					strlen(optarg), LULL_CMDLINE_MAX - 1);
 			cfg->cmdline = optarg;
 			break;
 		case OPT_TIMER_MODE:
@@ -169,7 +180,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			else if (!strcmp(optarg, "strict"))
 				cfg->timer_mode = TIMER_MODE_STRICT;
 			else
-				return usage_error("--timer-mode '%s': choose deferrable or strict", optarg);
+				return usage_error(
+					"--timer-mode '%s': choose deferrable or strict",
+					optarg);
 			break;
 		case OPT_MISSED:
 			if (!strcmp(optarg, "one"))
@@ -179,16 +192,23 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			else if (!strcmp(optarg, "none"))
 				cfg->missed_ticks = LULL_MISSED_NONE;
 			else
-				return usage_error("--missed-ticks '%s': choose one, all or none", optarg);
+				return usage_error(
+					"--missed-ticks '%s': choose one, all or none",
+					optarg);
 			break;
 		case OPT_SLOP:
 			if (!parse_u64(optarg, &n) || n > 1000000000ull)
-				return usage_error("--slop '%s': give nanoseconds from 0 to 1000000000", optarg);
+				return usage_error(
+					"--slop '%s': give nanoseconds from 0 to 1000000000",
+					optarg);
 			cfg->slop_ns = n;
 			break;
 		case OPT_SLOTS:
-			if (!parse_u64(optarg, &n) || n < 2 || n > LULL_MAX_SLOTS)
-				return usage_error("--timer-slots '%s': give a number from 2 to %d", optarg, LULL_MAX_SLOTS);
+			if (!parse_u64(optarg, &n) || n < 2 ||
+			    n > LULL_MAX_SLOTS)
+				return usage_error(
+					"--timer-slots '%s': give a number from 2 to %d",
+					optarg, LULL_MAX_SLOTS);
 			cfg->nr_slots = (unsigned)n;
 			break;
 		case OPT_TIMEOUT: {
@@ -197,8 +217,11 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 
 			errno = 0;
 			s = strtod(optarg, &end);
-			if (errno || *end || end == optarg || !(s > 0) || s > 1e9)
-				return usage_error("--timeout '%s': give a positive number of seconds", optarg);
+			if (errno || *end || end == optarg || !(s > 0) ||
+			    s > 1e9)
+				return usage_error(
+					"--timeout '%s': give a positive number of seconds",
+					optarg);
 			cfg->timeout_s = s;
 			break;
 		}
@@ -219,10 +242,12 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			/* getopt sets optopt for long options too: go by argv */
 			const char *arg = argv[optind - 1];
 			char shortopt[3] = { '-', (char)optopt, 0 };
-			const char *name = !strncmp(arg, "--", 2) ? arg : shortopt;
+			const char *name =
+				!strncmp(arg, "--", 2) ? arg : shortopt;
 
 			if (opt == ':')
-				return usage_error("option %s needs a value", name);
+				return usage_error("option %s needs a value",
+						   name);
 			return usage_error("unknown option '%s'", name);
 		}
 		}
@@ -230,7 +255,8 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 	if (optind >= argc)
 		return usage_error("run: no guest ELF given");
 	if (optind + 1 < argc)
-		return usage_error("run: one guest ELF only ('%s' is extra)", argv[optind + 1]);
+		return usage_error("run: one guest ELF only ('%s' is extra)",
+				   argv[optind + 1]);
 	cfg->guest_path = argv[optind];
 	return 0;
 }
@@ -240,8 +266,8 @@ static void report_stop(const struct vm *vm, int status)
 	if (status == LULL_EXIT_GUEST_CRASH && vm->stop_reason[0] &&
 	    strncmp(vm->stop_reason, "guest wrote", 11))
 		fprintf(stderr, "lull: guest crashed: %s\n", vm->stop_reason);
-	else if ((status == LULL_EXIT_TIMEOUT || status > LULL_EXIT_SIGNAL_BASE ||
-		  status == LULL_EXIT_HOST) &&
+	else if ((status == LULL_EXIT_TIMEOUT ||
+		  status > LULL_EXIT_SIGNAL_BASE || status == LULL_EXIT_HOST) &&
 		 strncmp(vm->stop_reason, "guest wrote", 11))
 		fprintf(stderr, "lull: %s\n", vm->stop_reason);
 }
@@ -264,13 +290,16 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "run"))
-		return usage_error("unknown command '%s' (the command is 'run')", argv[1]);
+		return usage_error(
+			"unknown command '%s' (the command is 'run')", argv[1]);
 	r = parse_run(argc - 1, argv + 1, &cfg);
 	if (r)
 		return r;
 	r = vcpu_signals_init();
 	if (r < 0) {
-		fprintf(stderr, "lull: cannot set up the vCPU kick signal: %s\n", strerror(-r));
+		fprintf(stderr,
+			"lull: cannot set up the vCPU kick signal: %s\n",
+			strerror(-r));
 		return LULL_EXIT_HOST;
 	}
 	r = vm_create(&vm, &cfg);
@@ -284,7 +313,8 @@ int main(int argc, char **argv)
 	if (cfg.stats_path) {
 		r = stats_write(&vm, cfg.stats_path, process_start);
 		if (r < 0)
-			fprintf(stderr, "lull: cannot write --stats to %s: %s\n",
+			fprintf(stderr,
+				"lull: cannot write --stats to %s: %s\n",
 				cfg.stats_path, strerror(-r));
 	}
 	vm_destroy(&vm);

@@ -55,7 +55,6 @@ _Static_assert(PVH_MEMMAP_GPA + PVH_MEMMAP_MAX *
 _Static_assert(LULL_CMDLINE_GPA + LULL_CMDLINE_MAX <= LULL_BOOT_AREA_END,
 	       "the command line must fit in the boot area");
 
-
 /* "16 MiB" when exact, else the byte count: for RAM sizes in messages. */
 static const char *size_str(char buf[32], uint64_t n)
 {

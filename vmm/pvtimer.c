@@ -7,7 +7,7 @@
 #include "vcpu.h"
 
 #define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+	((type *)((char *)(ptr)-offsetof(type, member)))
 
 static void count(struct pvtimer_slot *s, uint64_t delivered, uint64_t merged)
 {
@@ -66,9 +66,9 @@ static void slot_expired(struct wheel_timer *t, uint64_t now)
 			  s->tolerance);
 	}
 	/* A raise onto a vector still owed to the guest merges into it. */
-	merged_on_raise = vcpu_raise_timer(pv->vcpu, s->vector, (uint32_t)deliver,
-					   pv->missed_policy == LULL_MISSED_ALL,
-					   s->deferred, expiry);
+	merged_on_raise = vcpu_raise_timer(
+		pv->vcpu, s->vector, (uint32_t)deliver,
+		pv->missed_policy == LULL_MISSED_ALL, s->deferred, expiry);
 	count(s, deliver - merged_on_raise, merged + merged_on_raise);
 }
 

@@ -10,9 +10,9 @@
 #include "vm.h"
 
 static const char *const hc_error_names[HC_ERR_KINDS] = {
-	[HC_ERR_OP] = "op",	       [HC_ERR_SLOT] = "slot",
-	[HC_ERR_VECTOR] = "vector",    [HC_ERR_FLAGS] = "flags",
-	[HC_ERR_PERIOD] = "period",    [HC_ERR_POINTER] = "pointer",
+	[HC_ERR_OP] = "op",	    [HC_ERR_SLOT] = "slot",
+	[HC_ERR_VECTOR] = "vector", [HC_ERR_FLAGS] = "flags",
+	[HC_ERR_PERIOD] = "period", [HC_ERR_POINTER] = "pointer",
 	[HC_ERR_TARGET] = "target",
 };
 
@@ -54,7 +54,8 @@ static uint64_t guest_resident_kib(struct vm *vm)
 	uint64_t resident = 0;
 
 	for (uint64_t off = 0; off < pages; off += sizeof(vec)) {
-		uint64_t n = pages - off < sizeof(vec) ? pages - off : sizeof(vec);
+		uint64_t n =
+			pages - off < sizeof(vec) ? pages - off : sizeof(vec);
 
 		if (mincore(vm->ram + off * (uint64_t)page, n * (uint64_t)page,
 			    vec) < 0)
@@ -124,7 +125,8 @@ int stats_write(struct vm *vm, const char *path, uint64_t process_start_ns)
 	fprintf(f,
 		",\n  \"timer_mode\": \"%s\",\n  \"missed_ticks\": \"%s\","
 		"\n  \"slop_ns\": %lu,\n  \"mem_bytes\": %lu,\n  \"nr_vcpus\": %u,\n",
-		vm->cfg.timer_mode == TIMER_MODE_STRICT ? "strict" : "deferrable",
+		vm->cfg.timer_mode == TIMER_MODE_STRICT ? "strict" :
+							  "deferrable",
 		missed_names[vm->cfg.missed_ticks % 3], vm->cfg.slop_ns,
 		vm->cfg.mem_size, vm->cfg.nr_vcpus);
 	fprintf(f,

@@ -28,9 +28,11 @@ static int open_kvm(struct vm *vm)
 		int e = errno;
 
 		if (e == ENOENT)
-			vm_err(vm, "/dev/kvm does not exist: this host has no KVM (load kvm_intel or kvm_amd, or enable nested virtualization)");
+			vm_err(vm,
+			       "/dev/kvm does not exist: this host has no KVM (load kvm_intel or kvm_amd, or enable nested virtualization)");
 		else if (e == EACCES || e == EPERM)
-			vm_err(vm, "no permission to open /dev/kvm: run as root or join the group that owns it (usually 'kvm')");
+			vm_err(vm,
+			       "no permission to open /dev/kvm: run as root or join the group that owns it (usually 'kvm')");
 		else
 			vm_err(vm, "cannot open /dev/kvm: %s", strerror(e));
 		return -e;
@@ -62,7 +64,8 @@ static int setup_ram(struct vm *vm)
 		int e = errno;
 
 		vm->ram = NULL;
-		vm_err(vm, "the host refused %" PRIu64 " MiB of guest memory: %s",
+		vm_err(vm,
+		       "the host refused %" PRIu64 " MiB of guest memory: %s",
 		       vm->cfg.mem_size >> 20, strerror(e));
 		return -e;
 	}
@@ -137,15 +140,18 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 			      &vm->stop, vm->cfg.slop_ns, clock_now_ns());
 		vm->nr_cpus_made = i + 1;
 		if (r < 0) {
-			vm_err(vm, "cannot create vCPU %u: %s", i, strerror(-r));
+			vm_err(vm, "cannot create vCPU %u: %s", i,
+			       strerror(-r));
 			break;
 		}
 		pvtimer_init(&cpu->pv, v, vm->cfg.nr_slots,
 			     vm->cfg.timer_mode == TIMER_MODE_STRICT,
 			     vm->cfg.missed_ticks);
-		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, entry, start_info);
+		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, entry,
+				    start_info);
 		if (r < 0) {
-			vm_err(vm, "cannot put vCPU %u in the PVH entry state: %s",
+			vm_err(vm,
+			       "cannot put vCPU %u in the PVH entry state: %s",
 			       i, strerror(-r));
 			break;
 		}
@@ -156,7 +162,8 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 		}
 		r = pvclock_init(&cpu->pv.clock, v->fd, vm->tsc_khz);
 		if (r < 0) {
-			vm_err(vm, "cannot read vCPU %u's TSC for its pvclock: %s",
+			vm_err(vm,
+			       "cannot read vCPU %u's TSC for its pvclock: %s",
 			       i, strerror(-r));
 			break;
 		}
@@ -193,7 +200,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	if (r <= 0)
 		r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
 	if (r > 0 && cfg->nr_vcpus > (unsigned)r) {
-		vm_err(vm, "--vcpus %u: KVM on this host allows at most %d vCPUs per VM",
+		vm_err(vm,
+		       "--vcpus %u: KVM on this host allows at most %d vCPUs per VM",
 		       cfg->nr_vcpus, r);
 		return -LULL_EXIT_USAGE;
 	}
@@ -255,7 +263,8 @@ static void wait_for_stop(struct vm *vm, const sigset_t *set)
 				char reason[80];
 
 				snprintf(reason, sizeof(reason),
-					 "--timeout of %g s expired", vm->cfg.timeout_s);
+					 "--timeout of %g s expired",
+					 vm->cfg.timeout_s);
 				vm_request_stop(vm, LULL_EXIT_TIMEOUT, reason);
 				break;
 			}
@@ -269,7 +278,8 @@ static void wait_for_stop(struct vm *vm, const sigset_t *set)
 
 			snprintf(reason, sizeof(reason), "stopped by SIG%s",
 				 sigabbrev_np(sig));
-			vm_request_stop(vm, LULL_EXIT_SIGNAL_BASE + sig, reason);
+			vm_request_stop(vm, LULL_EXIT_SIGNAL_BASE + sig,
+					reason);
 		}
 	}
 }
@@ -332,7 +342,8 @@ void vm_hc_error(struct vm *vm, struct vcpu *v, enum hc_error kind,
 {
 	bool logged = false;
 
-	atomic_fetch_add_explicit(&vm->hc_errors[kind], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&vm->hc_errors[kind], 1,
+				  memory_order_relaxed);
 	if (atomic_compare_exchange_strong(&vm->hc_error_logged[kind], &logged,
 					   true))
 		fprintf(stderr,
