@@ -392,19 +392,38 @@ static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 {
 	unsigned shift = w->tick_shift;
 	uint64_t clk = w->clk, key = wheel_key_of(expires, shift);
-	uint64_t deferrable = (priv & PRIV_DEFERRABLE) >> 62, at, wake, pos;
+	uint64_t flag = priv & PRIV_DEFERRABLE, deferrable = flag >> 62;
 	struct wheel_base *b = &w->base[deferrable];
 	struct wheel_link **head, *first;
+	uint64_t at, wake, pos;
 	unsigned level, slot;
 
+	static_assert(PRIV_DEFERRABLE >> 2 ==
+			      (uint64_t)WHEEL_BASE_DEFERRED << PRIV_BASE_SHIFT,
+		      "the flag bit shifted down is the base bits");
 	if (unlikely(key < clk))
 		key = clk; /* already due: it runs at the next advance */
 	at = key_to_ns(w, key);
 	wake = at | -deferrable; /* WHEEL_NEVER if deferrable */
+	/*
+	 * Conditional stores, not a min: most arms do not lower a minimum,
+	 * and a load-compare-store on every arm chains each add to the
+	 * previous one through memory. Done first, so that at and wake are
+	 * dead before the slot is linked (fewer registers to save).
+	 */
+	if (unlikely(at < b->min_at))
+		b->min_at = at;
+	if (unlikely(wake < w->next_hard))
+		w->next_hard = wake;
+	w->nr_pending[deferrable]++;
+	t->expires = expires;
+	t->wake = wake;
 	level = level_of_diff(key ^ clk);
 	slot = slot_of(key, level);
 	pos = level * WHEEL_SLOTS + slot;
-
+	t->priv = flag | flag >> 2 | (w->next_seq++ & PRIV_SEQ_MASK) |
+		  (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT |
+		  pos << PRIV_POS_SHIFT;
 	head = &b->slot[pos];
 	first = *head;
 	t->link.next = first;
@@ -420,21 +439,6 @@ static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 		b->level_mask |= 1ull << level;
 		b->in_order[level] |= 1ull << slot;
 	}
-	t->expires = expires;
-	t->wake = wake;
-	t->priv = (priv & PRIV_DEFERRABLE) | (w->next_seq++ & PRIV_SEQ_MASK) |
-		  (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT |
-		  deferrable << PRIV_BASE_SHIFT | pos << PRIV_POS_SHIFT;
-	/*
-	 * Conditional stores, not a min: most arms do not lower a minimum,
-	 * and a load-compare-store on every arm chains each add to the
-	 * previous one through memory.
-	 */
-	if (unlikely(at < b->min_at))
-		b->min_at = at;
-	if (unlikely(wake < w->next_hard))
-		w->next_hard = wake;
-	w->nr_pending[deferrable]++;
 }
 
 /*
