@@ -314,7 +314,7 @@ static hot_inline void arm(struct wheel *w, struct wheel_timer *t,
 {
 	struct wheel_base *b = &w->base[id];
 	uint64_t priv = (t->priv & PRIV_DEFERRABLE) |
-			(w->next_seq++ & PRIV_SEQ_MASK) |
+			priv_seq(w->next_seq++) |
 			(uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT |
 			(uint64_t)id << PRIV_BASE_SHIFT;
 
@@ -362,7 +362,7 @@ static __attribute__((noinline)) int rearm(struct wheel *w,
 			t->expires = expires;
 			t->wake = wake;
 			t->priv = (t->priv & ~PRIV_SEQ_MASK) |
-				  (w->next_seq++ & PRIV_SEQ_MASK);
+				  priv_seq(w->next_seq++);
 			note_armed(w, b, id, key_to_ns(w, key), wake);
 			return 1;
 		}
@@ -392,7 +392,7 @@ static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 {
 	unsigned shift = w->tick_shift;
 	uint64_t clk = w->clk, key = wheel_key_of(expires, shift);
-	uint64_t flag = priv & PRIV_DEFERRABLE, deferrable = flag >> 62;
+	uint64_t flag = priv & PRIV_DEFERRABLE, deferrable = flag >> PRIV_DEFERRABLE_SHIFT;
 	struct wheel_base *b = &w->base[deferrable];
 	struct wheel_link **head, *first;
 	uint64_t at, wake, pos;
@@ -421,7 +421,7 @@ static hot_inline void add_idle(struct wheel *w, struct wheel_timer *t,
 	level = level_of_diff(key ^ clk);
 	slot = slot_of(key, level);
 	pos = level * WHEEL_SLOTS + slot;
-	t->priv = flag | flag >> 2 | (w->next_seq++ & PRIV_SEQ_MASK) |
+	t->priv = flag | flag >> 2 | priv_seq(w->next_seq++) |
 		  (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT |
 		  pos << PRIV_POS_SHIFT;
 	head = &b->slot[pos];
@@ -475,7 +475,7 @@ int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 			   wheel_key_of(t->expires, shift))) {
 		t->expires = expires;
 		t->priv = (priv & ~PRIV_SEQ_MASK) |
-			  (w->next_seq++ & PRIV_SEQ_MASK);
+			  priv_seq(w->next_seq++);
 		return 1;
 	}
 	return wheel_add(w, t, expires, tolerance);

@@ -21,24 +21,36 @@
 
 /*
  * struct wheel_timer::priv:
- *   bits  0..47  seq: arm order, wraps after 2^48 arms
- *   bits 48..57  pos: level << 6 | slot, while in a slot
- *   bits 58..59  state (enum timer_state in wheel.c)
- *   bits 60..61  base (enum wheel_base_id)
- *   bit  62      the WHEEL_DEFERRABLE flag
+ *   bits  0..9   pos: level << 6 | slot, while in a slot
+ *   bits 10..11  state (enum timer_state in wheel.c)
+ *   bits 12..13  base (enum wheel_base_id)
+ *   bit  14      the WHEEL_DEFERRABLE flag
+ *   bit  15      unused
+ *   bits 16..63  seq: arm order, wraps after 2^48 arms
+ * The sequence sits on top so that re-stamping it is a shift and an or
+ * with the low bits, and the masks of the other fields are small
+ * immediates.
  */
-#define PRIV_SEQ_MASK ((1ull << 48) - 1)
-#define PRIV_POS_SHIFT 48
+#define PRIV_POS_SHIFT 0
 #define PRIV_POS_MASK (0x3ffull << PRIV_POS_SHIFT)
-#define PRIV_STATE_SHIFT 58
+#define PRIV_STATE_SHIFT 10
 #define PRIV_STATE_MASK (3ull << PRIV_STATE_SHIFT)
-#define PRIV_BASE_SHIFT 60
+#define PRIV_BASE_SHIFT 12
 #define PRIV_BASE_MASK (3ull << PRIV_BASE_SHIFT)
-#define PRIV_DEFERRABLE (1ull << 62)
+#define PRIV_DEFERRABLE_SHIFT 14
+#define PRIV_DEFERRABLE (1ull << PRIV_DEFERRABLE_SHIFT)
+#define PRIV_SEQ_SHIFT 16
+#define PRIV_SEQ_MASK (~0ull << PRIV_SEQ_SHIFT) /* in place */
+
+/* The priv bits of arm sequence number @seq (its low 48 bits). */
+static inline uint64_t priv_seq(uint64_t seq)
+{
+	return seq << PRIV_SEQ_SHIFT;
+}
 
 static inline uint64_t timer_seq(const struct wheel_timer *t)
 {
-	return t->priv & PRIV_SEQ_MASK;
+	return t->priv >> PRIV_SEQ_SHIFT;
 }
 
 static inline void wheel_list_add_head(struct wheel_link *node,

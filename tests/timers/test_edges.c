@@ -243,6 +243,28 @@ Test(timers_edges, equal_expiries_run_in_arm_order_across_kinds)
 	free(f);
 }
 
+/*
+ * The arm sequence is 48 bits wide and wraps: timers armed just before and
+ * just after the wrap, with equal expiries, still run in arm order (it is
+ * compared as a distance, not as a number).
+ */
+Test(timers_edges, equal_expiries_run_in_arm_order_across_seq_wrap)
+{
+	struct fixture *f = fixture_new(0, 0);
+	struct probe p[4];
+	int i;
+
+	f->w.next_seq = (1ull << 48) - 2;
+	for (i = 0; i < 4; i++) {
+		probe_init(&p[i], f, i, i == 2 ? WHEEL_DEFERRABLE : 0);
+		wheel_add(&f->w, &p[i].t, 5000, 0);
+	}
+	wheel_mod(&f->w, &p[0].t, 5000, 0); /* re-armed after the wrap */
+	cr_assert_eq(wheel_advance(&f->w, 5 * TICK), 4);
+	cr_assert_arr_eq(f->log, ((int[]){ 1, 2, 3, 0 }), 4 * sizeof(int));
+	free(f);
+}
+
 Test(timers_edges, earlier_expiry_in_same_tick_runs_first)
 {
 	struct fixture *f = fixture_new(0, 0);
