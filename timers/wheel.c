@@ -466,13 +466,20 @@ int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 {
 	uint64_t priv = t->priv;
 	unsigned shift = w->tick_shift;
+	/*
+	 * Same key without computing either: for x >= 1, ceil(x / tick) ==
+	 * ((x - 1) >> shift) + 1, so two expiries share a key when x - 1 and
+	 * y - 1 agree above the tick bits. That formula is wrong only for
+	 * x == 0, whose x - 1 lands in the top tick-sized range of uint64_t;
+	 * so the test also rejects that range (it holds only 0 and expiries
+	 * in the last tick, which take the general path).
+	 */
+	uint64_t x = expires - 1, y = t->expires - 1;
 
 	if (likely((priv & (PRIV_STATE_MASK | (uint64_t)WHEEL_BASE_TOLERANT
 						      << PRIV_BASE_SHIFT)) ==
 			   (uint64_t)TIMER_IN_SLOT << PRIV_STATE_SHIFT &&
-		   !tolerance &&
-		   wheel_key_of(expires, shift) ==
-			   wheel_key_of(t->expires, shift))) {
+		   !tolerance && !((x ^ y) >> shift) && (~x >> shift))) {
 		t->expires = expires;
 		t->priv = (priv & ~PRIV_SEQ_MASK) |
 			  priv_seq(w->next_seq++);

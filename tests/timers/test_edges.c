@@ -265,6 +265,30 @@ Test(timers_edges, equal_expiries_run_in_arm_order_across_seq_wrap)
 	free(f);
 }
 
+/*
+ * Expiry 0 (key 0) and an expiry in the last tick (the saturated key) are
+ * ticks apart, whatever wrap-around arithmetic says: a modify between them
+ * moves the timer.
+ */
+Test(timers_edges, modify_between_zero_and_last_tick_moves)
+{
+	struct fixture *f = fixture_new(0, 0);
+	struct probe p[2];
+
+	probe_init(&p[0], f, 0, 0);
+	probe_init(&p[1], f, 1, 0);
+	wheel_add(&f->w, &p[0].t, 0, 0);
+	wheel_add(&f->w, &p[1].t, UINT64_MAX - 5, 0);
+	cr_assert_eq(wheel_mod(&f->w, &p[0].t, UINT64_MAX - 5, 0), 1);
+	cr_assert_eq(wheel_mod(&f->w, &p[1].t, 0, 0), 1);
+	cr_assert_eq(wheel_next_expiry(&f->w), 0);
+	cr_assert_eq(wheel_advance(&f->w, 4 * TICK), 1);
+	cr_assert_eq(f->log[0], 1);
+	cr_assert(wheel_timer_pending(&p[0].t));
+	cr_assert_eq(wheel_next_expiry(&f->w), WHEEL_NEVER);
+	free(f);
+}
+
 Test(timers_edges, earlier_expiry_in_same_tick_runs_first)
 {
 	struct fixture *f = fixture_new(0, 0);
