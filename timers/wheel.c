@@ -805,15 +805,15 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		unsigned nr_first;
 		bool cascaded = false;
 
-		i = 0;
-		if (event[1] < first) {
-			first = event[1];
-			i = 1;
-		}
-		if (event[2] < first) {
-			first = event[2];
-			i = 2;
-		}
+		/*
+		 * Which base comes first is data, not pattern (hard and
+		 * deferrable events interleave at random): select without
+		 * branches.
+		 */
+		i = event[1] < first;
+		first = min_u64(first, event[1]);
+		i = event[2] < first ? 2 : i;
+		first = min_u64(first, event[2]);
 		if (first > target)
 			break;
 		w->clk = first;
@@ -855,13 +855,15 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 	while (w->due) {
 		struct wheel_timer *t = wheel_timer_of(w->due);
 
+		uint64_t deferrable = (t->priv & PRIV_DEFERRABLE) >>
+				      PRIV_DEFERRABLE_SHIFT;
+
 		wheel_list_del(&t->link);
 		set_state(t, TIMER_IDLE);
-		w->nr_pending[timer_deferrable(t)]--;
-		if (timer_deferrable(t))
-			w->stat_fired_deferrable++;
-		else
-			w->stat_fired_hard++;
+		w->nr_pending[deferrable]--;
+		/* No branch: the kinds of due timers alternate at random. */
+		w->stat_fired_deferrable += deferrable;
+		w->stat_fired_hard += deferrable ^ 1;
 		ran++;
 		t->fn(t, now);
 	}
