@@ -595,7 +595,12 @@ static __attribute__((noinline)) uint64_t next_hard_recompute(struct wheel *w)
 	return w->next_hard;
 }
 
-uint64_t wheel_next_hard_expiry(struct wheel *w)
+/*
+ * Cache-line aligned: the cached path is 7 instructions, and where it
+ * straddles a 64-byte boundary it measured ~0.5 ns slower (2.0-2.2 vs
+ * 1.5-1.7 ns), moved there by unrelated edits elsewhere in this file.
+ */
+__attribute__((aligned(64))) uint64_t wheel_next_hard_expiry(struct wheel *w)
 {
 	uint64_t next = likely(w->next_hard_valid) ? w->next_hard :
 						     next_hard_recompute(w);
