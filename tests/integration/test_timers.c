@@ -189,3 +189,28 @@ Test(timers, idle_deferrable_wakes_far_less_than_strict)
 	run_free(&d);
 	run_free(&s);
 }
+
+/*
+ * A timer storm (every slot periodic at the 100 us floor, half deferrable,
+ * on every vCPU): lull survives it, keeps delivering, and a stopped slot
+ * stays stopped.
+ */
+GUEST_CASE(storm_1_deferrable, "storm", "1", "deferrable", "seconds=1")
+GUEST_CASE(storm_1_strict, "storm", "1", "strict", "seconds=1")
+GUEST_CASE(storm_4_deferrable, "storm", "4", "deferrable", "seconds=1")
+GUEST_CASE(storm_4_strict, "storm", "4", "strict", "seconds=1")
+
+Test(timers, storm_with_128_slots_per_vcpu)
+{
+	struct run r;
+
+	require_kvm();
+	require_guest("storm");
+	run_lull(&r, LIMIT_S, "run", "--vcpus", "2", "--timer-slots", "128",
+		 "--stats", "-", guest("storm"), NULL);
+
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "storm: PASS vcpus=2 slots=128"), "%s", r.out);
+	run_free(&r);
+}
