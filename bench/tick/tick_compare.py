@@ -23,39 +23,48 @@ import tempfile
 import time
 
 
-def vcpu_switches(pid):
-    """Sum of voluntary_ctxt_switches over the process's vcpuN threads."""
+def per_thread(pid, read, only_vcpus=False):
+    """Sum of read(tid_dir) over the process's threads (vcpuN only if asked);
+    None once the process is gone. Threads that exit meanwhile are skipped."""
     total = 0
     try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                    if not f.read().startswith("vcpu"):
-                        continue
-                with open(f"/proc/{pid}/task/{tid}/status") as f:
-                    for line in f:
-                        if line.startswith("voluntary_ctxt_switches:"):
-                            total += int(line.split()[1])
-            except OSError:
-                continue
+        tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
+    for tid in tids:
+        d = f"/proc/{pid}/task/{tid}"
+        try:
+            if only_vcpus:
+                with open(f"{d}/comm") as f:
+                    if not f.read().startswith("vcpu"):
+                        continue
+            total += read(d)
+        except (OSError, ValueError, IndexError):
+            continue
     return total
+
+
+def voluntary_switches(d):
+    with open(f"{d}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    return 0
+
+
+def on_cpu_ns(d):
+    with open(f"{d}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def vcpu_switches(pid):
+    """Voluntary context switches of the vcpuN threads: their host wakeups."""
+    return per_thread(pid, voluntary_switches, only_vcpus=True)
 
 
 def cpu_ns(pid):
     """Time on CPU of every thread of the process (schedstat, exact)."""
-    total = 0
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    except OSError:
-        return None
-    return total
+    return per_thread(pid, on_cpu_ns)
 
 
 def summary(text, name):
