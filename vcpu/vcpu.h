@@ -55,6 +55,8 @@ struct vcpu_stats {
 	uint64_t timers_fired_hard;
 	uint64_t timers_fired_deferred;
 	uint64_t kicks_received;
+	/* the kernel's count for this thread, read as it exits: a cross-check */
+	uint64_t kernel_voluntary_switches;
 	struct histogram hard_lateness_ns;
 	struct histogram deferred_delay_ns;
 };

@@ -82,10 +82,10 @@ static void vcpu_json(FILE *f, const struct vcpu *v)
 		"    {\"index\": %u, \"host_wakeups\": %lu, \"halts\": %lu, "
 		"\"exits\": %lu, \"injections\": %lu, "
 		"\"timers_fired_hard\": %lu, \"timers_fired_deferred\": %lu, "
-		"\"kicks\": %lu, ",
+		"\"kicks\": %lu, \"kernel_voluntary_switches\": %lu, ",
 		v->index, s->host_wakeups, s->halts, s->exits, s->injections,
 		s->timers_fired_hard, s->timers_fired_deferred,
-		s->kicks_received);
+		s->kicks_received, s->kernel_voluntary_switches);
 	hist_json(f, "hard_lateness_ns", &s->hard_lateness_ns);
 	fputs(", ", f);
 	hist_json(f, "deferred_delay_ns", &s->deferred_delay_ns);

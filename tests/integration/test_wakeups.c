@@ -131,3 +131,51 @@ Test(wakeups, idle_strict_vcpu_threads_wake_per_tick)
 			      delta[i], want);
 	}
 }
+
+/*
+ * lull's own count against the kernel's, for the whole run of every vCPU
+ * thread: --stats reports host_wakeups (returns from the idle wait) next
+ * to kernel_voluntary_switches (read by each vCPU thread as it exits). A
+ * thread sleeps a few times for other reasons (creation, the console
+ * lock), and a wait that finds its kick already there returns without
+ * sleeping, so the two may differ by a few, not by a trend.
+ */
+static void check_counts_agree(const char *mode)
+{
+	const char *json;
+	struct run r;
+	char path[64];
+
+	require_kvm();
+	require_guest("idle");
+	run_lull(&r, 60.0, "run", "--vcpus", "4", "--timer-mode", mode,
+		 "--cmdline", "seconds=1", "--stats", "-", guest("idle"), NULL);
+	json = find_json(r.out);
+	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, r.out, r.err);
+	cr_assert_not_null(json, "no stats:\n%s", r.out);
+
+	for (unsigned i = 0; i < 4; i++) {
+		uint64_t lull, kernel;
+
+		snprintf(path, sizeof(path), "vcpus[%u].host_wakeups", i);
+		cr_assert(stats_u64(json, path, &lull), "%s missing", path);
+		snprintf(path, sizeof(path), "vcpus[%u].kernel_voluntary_switches", i);
+		cr_assert(stats_u64(json, path, &kernel), "%s missing", path);
+		uint64_t slack = 3 + lull / 20;
+
+		cr_assert(kernel + slack >= lull && kernel <= lull + slack,
+			  "%s vCPU %u: lull counted %lu wakeups, the kernel %lu sleeps\n%s",
+			  mode, i, lull, kernel, json);
+	}
+	run_free(&r);
+}
+
+Test(wakeups, stats_agree_with_the_kernel_deferrable)
+{
+	check_counts_agree("deferrable");
+}
+
+Test(wakeups, stats_agree_with_the_kernel_strict)
+{
+	check_counts_agree("strict");
+}
