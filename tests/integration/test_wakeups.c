@@ -137,8 +137,10 @@ Test(wakeups, idle_strict_vcpu_threads_wake_per_tick)
  * thread: --stats reports host_wakeups (returns from the idle wait) next
  * to kernel_voluntary_switches (read by each vCPU thread as it exits). A
  * thread sleeps a few times for other reasons (creation, the console
- * lock), and a wait that finds its kick already there returns without
- * sleeping, so the two may differ by a few, not by a trend.
+ * lock, which four vCPUs printing at once contend for; the sanitizer
+ * runtimes add their own), and a wait that finds its kick already there
+ * returns without sleeping: the two may differ by a few, not by a trend
+ * (a deferrable tick waking the host unseen would show ~100 here).
  */
 static void check_counts_agree(const char *mode)
 {
@@ -161,7 +163,7 @@ static void check_counts_agree(const char *mode)
 		cr_assert(stats_u64(json, path, &lull), "%s missing", path);
 		snprintf(path, sizeof(path), "vcpus[%u].kernel_voluntary_switches", i);
 		cr_assert(stats_u64(json, path, &kernel), "%s missing", path);
-		uint64_t slack = 3 + lull / 20;
+		uint64_t slack = 10 + lull / 10;
 
 		cr_assert(kernel + slack >= lull && kernel <= lull + slack,
 			  "%s vCPU %u: lull counted %lu wakeups, the kernel %lu sleeps\n%s",
