@@ -83,13 +83,13 @@ uint64_t irq_unexpected_count(void)
 }
 
 void trap_dispatch(struct trap_frame *f);
+void irq_dispatch(uint64_t vector);
 
 #define VEC_NP 11
 #define ERR_IDT (1u << 1) /* the error code names an IDT entry */
 
 void trap_dispatch(struct trap_frame *f)
 {
-	irq_handler_t fn;
 	uint64_t vector = f->vector;
 
 	/*
@@ -113,7 +113,13 @@ void trap_dispatch(struct trap_frame *f)
 		printf("\n");
 		rt_exit(EXCEPTION_EXIT_STATUS);
 	}
-	fn = READ_ONCE(handlers[vector]);
+	irq_dispatch(vector);
+}
+
+void irq_dispatch(uint64_t vector)
+{
+	irq_handler_t fn = READ_ONCE(handlers[vector]);
+
 	if (fn)
 		fn((unsigned)vector);
 	else

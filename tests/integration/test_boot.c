@@ -439,3 +439,19 @@ Test(boot, hello_boots_on_qemu_microvm)
 		  r.out);
 	run_free(&r);
 }
+
+/* A guest exception is the guest runtime's to report: status 3, one line. */
+Test(boot, guest_exception_is_reported_by_the_runtime)
+{
+	struct run r;
+
+	require_kvm();
+	require_guest("exception");
+	run_lull(&r, 20.0, "run", guest("exception"), NULL);
+
+	cr_assert_eq(r.status, 3, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "exception 6 (#UD) on vcpu 0: error 0x0 rip 0x"),
+		  "stdout:\n%s", r.out);
+	run_free(&r);
+}
