@@ -16,7 +16,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "console.h"
 #include "exit_status.h"
