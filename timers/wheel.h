@@ -80,32 +80,21 @@ struct wheel_link {
 struct wheel_timer {
 	struct wheel_link link;
 	uint64_t expires; /* absolute ns, as passed */
-	uint64_t wake; /* ceil_tick(expires + tolerance); NEVER if unbounded */
+	/* Tolerant base only: ceil_tick(expires + tolerance), its wake. */
+	uint64_t wake;
 	wheel_timer_fn fn;
 	/*
-	 * Private bookkeeping packed in one word so the timer stays at 48
-	 * bytes: a 48-bit arm sequence (breaks ties between equal expiries),
-	 * its level and slot, state, base and the deferrable flag.
-	 * timers/wheel_list.h has the layout.
+	 * Private, one word so the timer stays at 48 bytes: state, base, the
+	 * deferrable flag and a 48-bit arm sequence (breaks ties between equal
+	 * expiries). timers/wheel_internal.h has the layout.
 	 */
 	uint64_t priv;
 };
 
 /*
- * One hierarchical wheel. There are three of them per struct wheel, so the
+ * A wheel holds three hierarchical wheels ("bases") over one clock, so the
  * wake-up query never walks a timer that cannot wake the host.
  */
-struct wheel_base {
-	uint64_t level_mask; /* bit L: some slot of level L is occupied */
-	uint64_t occupied[WHEEL_LEVELS]; /* bit s: slot s is non-empty */
-	uint64_t in_order[WHEEL_LEVELS]; /* bit s: slot s sorted by key */
-	uint64_t min_at; /* cached ceil_tick of the earliest key, if valid */
-	uint64_t min_wake; /* tolerant base: cached min of ->wake, if valid */
-	bool min_at_valid;
-	bool min_wake_valid;
-	struct wheel_link *slot[WHEEL_LEVELS * WHEEL_SLOTS]; /* [level * 64 + s] */
-};
-
 enum wheel_base_id {
 	WHEEL_BASE_HARD, /* hard, zero slack: min is a bit scan */
 	WHEEL_BASE_DEFERRED, /* deferrable, unbounded: never wakes the host */
@@ -113,19 +102,30 @@ enum wheel_base_id {
 	WHEEL_NR_BASES,
 };
 
+#define WHEEL_BASE_SLOTS (WHEEL_LEVELS * WHEEL_SLOTS)
+
 struct wheel {
+	/* Read or written by every arm: kept together at the front. */
 	uint64_t clk; /* ticks: every key < clk has run; slot clk is due */
-	uint64_t now; /* the latest time passed to wheel_advance/wheel_init */
-	uint64_t next_hard; /* cached min wake of hard + tolerant bases */
-	bool next_hard_valid;
-	uint64_t next_seq;
+	uint64_t tick_mask; /* tick - 1 */
 	unsigned tick_shift;
+	bool next_hard_valid;
+	uint64_t seq; /* the next arm's sequence, in place in ->priv */
+	uint64_t next_hard; /* cached min ->wake of hard + tolerant bases */
 	size_t nr_pending[2]; /* [0] hard, [1] deferrable */
+	/* Per base: the one slot known sorted by key, or none (UINT32_MAX). */
+	uint32_t sorted[WHEEL_NR_BASES];
+	uint64_t now; /* the latest time passed to wheel_advance/wheel_init */
 	struct wheel_link *due; /* timers the running advance will still run */
 	uint64_t stat_backwards; /* advances to a time before wheel_now() */
 	uint64_t stat_fired_hard;
 	uint64_t stat_fired_deferrable;
-	struct wheel_base base[WHEEL_NR_BASES];
+	/* Per base: bit L set when some slot of level L is occupied. */
+	uint64_t level_mask[WHEEL_NR_BASES];
+	/* [base * WHEEL_LEVELS + level]: bit s set when slot s is occupied. */
+	uint64_t occupied[WHEEL_NR_BASES * WHEEL_LEVELS];
+	/* [base * WHEEL_BASE_SLOTS + level * 64 + s] */
+	struct wheel_link *slot[WHEEL_NR_BASES * WHEEL_BASE_SLOTS];
 };
 
 void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift);

@@ -13,19 +13,7 @@
  * a 2^18-tick slot, two 9-bit passes), after which deleting the earliest timer and asking
  * again reads the new first node in O(1).
  */
-#include "wheel_list.h"
-
-bool wheel_timer_runs_before(const struct wheel_timer *a,
-			     const struct wheel_timer *b)
-{
-	uint64_t seq_diff;
-
-	if (a->expires != b->expires)
-		return a->expires < b->expires;
-	/* seq is 48 bits wide and wraps: compare it as a signed distance. */
-	seq_diff = (timer_seq(a) - timer_seq(b)) << 16;
-	return (int64_t)seq_diff < 0;
-}
+#include "wheel_internal.h"
 
 /* Cut the ascending run that starts at @run; return what follows it. */
 static struct wheel_link *cut_run(struct wheel_link *run)
@@ -41,37 +29,37 @@ static struct wheel_link *cut_run(struct wheel_link *run)
 	return rest;
 }
 
-/* Merge two NULL-terminated sorted chains; *tail gets the last node. */
-static struct wheel_link *merge(struct wheel_link *a, struct wheel_link *b,
-				struct wheel_link **tail)
+/*
+ * Merge two NULL-terminated sorted chains after *@link, keeping ->pprev
+ * right; returns the last node's ->next.
+ */
+static struct wheel_link **merge(struct wheel_link **link, struct wheel_link *a,
+				 struct wheel_link *b)
 {
-	struct wheel_link head = { NULL, NULL }, *last = &head;
-
 	while (a && b) {
-		if (wheel_timer_runs_before(wheel_timer_of(b),
-					    wheel_timer_of(a))) {
-			last->next = b;
-			b = b->next;
-		} else {
-			last->next = a;
-			a = a->next;
-		}
-		last = last->next;
+		struct wheel_link **from =
+			wheel_timer_runs_before(wheel_timer_of(b),
+						wheel_timer_of(a)) ? &b : &a;
+		struct wheel_link *node = *from;
+
+		*from = node->next;
+		*link = node;
+		node->pprev = link;
+		link = &node->next;
 	}
-	last->next = a ? a : b;
-	while (last->next)
-		last = last->next;
-	*tail = last;
-	return head.next;
+	*link = a ? a : b;
+	if (*link)
+		(*link)->pprev = link;
+	while (*link)
+		link = &(*link)->next;
+	return link;
 }
 
-struct wheel_link *wheel_chain_sort(struct wheel_link *chain)
+struct wheel_link *wheel_chain_sort(struct wheel_link *chain,
+				    struct wheel_link ***last_link)
 {
-	if (!chain || !chain->next)
-		return chain;
-
 	for (;;) {
-		struct wheel_link *sorted = NULL, **link = &sorted, *tail;
+		struct wheel_link *sorted = NULL, **link = &sorted;
 		unsigned runs = 0;
 
 		while (chain) {
@@ -81,13 +69,14 @@ struct wheel_link *wheel_chain_sort(struct wheel_link *chain)
 			b = chain;
 			if (b)
 				chain = cut_run(b);
-			*link = merge(a, b, &tail);
-			link = &tail->next;
+			link = merge(link, a, b);
 			runs++;
 		}
 		chain = sorted;
-		if (runs == 1)
+		if (runs <= 1) {
+			*last_link = link;
 			return chain;
+		}
 	}
 }
 

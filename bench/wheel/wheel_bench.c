@@ -212,11 +212,16 @@ static double per(uint64_t ns, size_t ops)
  * not.
  */
 #define phase __attribute__((noinline)) static
+#define hot_phase inline __attribute__((always_inline))
 
 phase void wheel_phase_add(struct workload *wl)
 {
-	for (size_t i = 0; i < wl->n; i++)
-		wheel_add(wl->w, &wl->wt[i], wl->expires[i], 0);
+	struct wheel *w = wl->w;
+	struct wheel_timer *wt = wl->wt;
+	const uint64_t *expires = wl->expires;
+
+	for (size_t i = 0, n = wl->n; i < n; i++)
+		wheel_add(w, &wt[i], expires[i], 0);
 }
 
 phase void wheel_phase_next_hard_cached(struct workload *wl)
@@ -225,38 +230,57 @@ phase void wheel_phase_next_hard_cached(struct workload *wl)
 		sink = wheel_next_hard_expiry(wl->w);
 }
 
+/* Modify every timer to the expiry @to[i], visiting them in --order. */
+static hot_phase void wheel_mod_all(struct workload *wl, const uint64_t *to)
+{
+	struct wheel *w = wl->w;
+	struct wheel_timer *wt = wl->wt;
+	const size_t *order = wl->shuffled;
+
+	for (size_t i = 0, n = wl->n; i < n; i++)
+		wheel_mod(w, &wt[order[i]], to[order[i]], 0);
+}
+
 phase void wheel_phase_mod_same(struct workload *wl)
 {
-	for (size_t i = 0; i < wl->n; i++)
-		wheel_mod(wl->w, &wl->wt[wl->shuffled[i]],
-			  wl->same_tick[wl->shuffled[i]], 0);
+	wheel_mod_all(wl, wl->same_tick);
 }
 
 phase void wheel_phase_mod_far(struct workload *wl)
 {
-	for (size_t i = 0; i < wl->n; i++)
-		wheel_mod(wl->w, &wl->wt[wl->shuffled[i]],
-			  wl->far[wl->shuffled[i]], 0);
+	wheel_mod_all(wl, wl->far);
 }
 
 phase void wheel_phase_del(struct workload *wl)
 {
-	for (size_t i = 0; i < wl->n; i++)
-		wheel_del(wl->w, &wl->wt[wl->shuffled[i]]);
+	struct wheel *w = wl->w;
+	struct wheel_timer *wt = wl->wt;
+	const size_t *order = wl->shuffled;
+
+	for (size_t i = 0, n = wl->n; i < n; i++)
+		wheel_del(w, &wt[order[i]]);
 }
 
 phase void wheel_phase_del_earliest_query(struct workload *wl)
 {
-	for (size_t i = 0; i < wl->nr_hard; i++) {
-		wheel_del(wl->w, &wl->wt[wl->hard_in_order[i]]);
-		sink = wheel_next_hard_expiry(wl->w);
+	struct wheel *w = wl->w;
+	struct wheel_timer *wt = wl->wt;
+	const size_t *order = wl->hard_in_order;
+
+	for (size_t i = 0, n = wl->nr_hard; i < n; i++) {
+		wheel_del(w, &wt[order[i]]);
+		sink = wheel_next_hard_expiry(w);
 	}
 }
 
 phase void wheel_phase_del_earliest(struct workload *wl)
 {
-	for (size_t i = 0; i < wl->nr_hard; i++)
-		wheel_del(wl->w, &wl->wt[wl->hard_in_order[i]]);
+	struct wheel *w = wl->w;
+	struct wheel_timer *wt = wl->wt;
+	const size_t *order = wl->hard_in_order;
+
+	for (size_t i = 0, n = wl->nr_hard; i < n; i++)
+		wheel_del(w, &wt[order[i]]);
 }
 
 phase void wheel_phase_expire(struct workload *wl)
@@ -321,14 +345,18 @@ static void measure_wheel(struct workload *wl, double *out)
 static void measure_heap(struct workload *wl, double *out)
 {
 	struct heap_timers *h = &wl->heap;
-	size_t n = wl->n, i;
+	struct heap_timer *ht = wl->ht;
+	const uint64_t *expires = wl->expires, *same = wl->same_tick,
+		       *far = wl->far;
+	const size_t *order = wl->shuffled, *hard = wl->hard_in_order;
+	size_t n = wl->n, nr_hard = wl->nr_hard, i;
 	uint64_t t0, a, b, step, at;
 	unsigned ran = 0;
 
 	heap_empty(wl);
 	t0 = now_ns();
 	for (i = 0; i < n; i++)
-		heap_add(h, &wl->ht[i], wl->expires[i]);
+		heap_add(h, &ht[i], expires[i]);
 	out[OP_ADD] = per(now_ns() - t0, n);
 
 	t0 = now_ns();
@@ -338,33 +366,32 @@ static void measure_heap(struct workload *wl, double *out)
 
 	t0 = now_ns();
 	for (i = 0; i < n; i++)
-		heap_add(h, &wl->ht[wl->shuffled[i]],
-			 wl->same_tick[wl->shuffled[i]]);
+		heap_add(h, &ht[order[i]], same[order[i]]);
 	out[OP_MOD_SAME] = per(now_ns() - t0, n);
 
 	t0 = now_ns();
 	for (i = 0; i < n; i++)
-		heap_add(h, &wl->ht[wl->shuffled[i]], wl->far[wl->shuffled[i]]);
+		heap_add(h, &ht[order[i]], far[order[i]]);
 	out[OP_MOD_FAR] = per(now_ns() - t0, n);
 
 	t0 = now_ns();
 	for (i = 0; i < n; i++)
-		heap_del(h, &wl->ht[wl->shuffled[i]]);
+		heap_del(h, &ht[order[i]]);
 	out[OP_DEL] = per(now_ns() - t0, n);
 
 	heap_fill(wl);
 	t0 = now_ns();
-	for (i = 0; i < wl->nr_hard; i++) {
-		heap_del(h, &wl->ht[wl->hard_in_order[i]]);
+	for (i = 0; i < nr_hard; i++) {
+		heap_del(h, &ht[hard[i]]);
 		sink = heap_next_hard_expiry(h);
 	}
 	a = now_ns() - t0;
 	heap_fill(wl);
 	t0 = now_ns();
-	for (i = 0; i < wl->nr_hard; i++)
-		heap_del(h, &wl->ht[wl->hard_in_order[i]]);
+	for (i = 0; i < nr_hard; i++)
+		heap_del(h, &ht[hard[i]]);
 	b = now_ns() - t0;
-	out[OP_NEXT_HARD_RECOMPUTE] = a > b ? per(a - b, wl->nr_hard) : 0;
+	out[OP_NEXT_HARD_RECOMPUTE] = a > b ? per(a - b, nr_hard) : 0;
 
 	heap_fill(wl);
 	step = RANGE_NS / (n / TIMERS_PER_STEP ? n / TIMERS_PER_STEP : 1);
