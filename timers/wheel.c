@@ -163,7 +163,8 @@ static hot_inline void arm(struct wheel *w, struct wheel_timer *t,
 			   unsigned base, uint64_t key, uint64_t expires,
 			   uint64_t wake)
 {
-	size_t g = base * WHEEL_BASE_SLOTS + wheel_slot_index(key, w->clk);
+	unsigned idx = wheel_slot_index(key, w->clk);
+	size_t g = base * WHEEL_BASE_SLOTS + idx;
 
 	/*
 	 * A conditional store, not a min: most arms do not lower it, and a
@@ -180,7 +181,7 @@ static hot_inline void arm(struct wheel *w, struct wheel_timer *t,
 	/* A timer added to the sorted slot may be out of order there. */
 	if (unlikely(g == w->sorted[base]))
 		w->sorted[base] = NO_SLOT;
-	wheel_slot_link(w, g, &t->link);
+	wheel_slot_link(w, base, g, idx, &t->link);
 }
 
 static hot_inline unsigned base_for(bool deferrable, uint64_t tolerance)
@@ -234,6 +235,7 @@ int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	      uint64_t tolerance)
 {
 	uint64_t priv = t->priv, sum, key, wake, deferrable, mask;
+	unsigned idx;
 	size_t g;
 
 	if (unlikely((priv & PRIV_STATE_MASK) | tolerance) ||
@@ -253,10 +255,11 @@ int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 						      << PRIV_BASE_SHIFT)) |
 		  TIMER_IN_SLOT | w->seq;
 	w->seq += PRIV_SEQ_ONE;
-	g = (mask & WHEEL_BASE_SLOTS) + wheel_slot_index(key, w->clk);
+	idx = wheel_slot_index(key, w->clk);
+	g = (mask & WHEEL_BASE_SLOTS) + idx;
 	if (unlikely(g == w->sorted[deferrable]))
 		w->sorted[deferrable] = NO_SLOT;
-	wheel_slot_link(w, g, &t->link);
+	wheel_slot_link(w, deferrable, g, idx, &t->link);
 	return 0;
 }
 

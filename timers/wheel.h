@@ -78,8 +78,13 @@ struct wheel_link {
 
 /* Embed in your own struct; initialize with wheel_timer_init(). */
 struct wheel_timer {
-	struct wheel_link link;
+	/*
+	 * expires before link: walking a slot reads ->expires and ->next, and
+	 * in the first 16 bytes they share a cache line whatever the
+	 * alignment of an array of 48-byte timers.
+	 */
 	uint64_t expires; /* absolute ns, as passed */
+	struct wheel_link link;
 	/* Tolerant base only: ceil_tick(expires + tolerance), its wake. */
 	uint64_t wake;
 	wheel_timer_fn fn;

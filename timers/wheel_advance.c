@@ -40,9 +40,9 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
 {
 	uint64_t clk = w->clk, tick_mask = w->tick_mask;
 	unsigned shift = w->tick_shift;
-	size_t g = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS +
+	size_t g0 = base * WHEEL_BASE_SLOTS;
+	size_t g = g0 + level * WHEEL_SLOTS +
 		   ((clk >> (level * WHEEL_LVL_BITS)) & SLOT_MASK);
-	size_t first_slot = base * WHEEL_BASE_SLOTS;
 	struct wheel_link *l = w->slot[g], *next;
 
 	w->slot[g] = NULL;
@@ -54,24 +54,26 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
 		 * slot, so they never cascade.
 		 */
 		uint64_t key = (wheel_timer_of(l)->expires + tick_mask) >> shift;
+		unsigned idx = wheel_slot_index(key, clk);
 
 		next = l->next;
 		__builtin_prefetch(next);
-		wheel_slot_link(w, first_slot + wheel_slot_index(key, clk), l);
+		wheel_slot_link(w, base, g0 + idx, idx, l);
 	}
 }
 
 /*
- * Detach slot @g's timers, mark them due and append them to the chain whose
- * last link is *@tail (->pprev kept right). Returns the new last link.
+ * Detach slot @g's timers, mark them due and append them to the chain
+ * whose last link is *@tail (->pprev kept right). Returns the new last
+ * link; *@count counts.
  */
-static struct wheel_link **take_slot(struct wheel *w, size_t g,
-				     struct wheel_link **tail, unsigned *count)
+static hot_inline struct wheel_link **take_slot(struct wheel *w, size_t g,
+						struct wheel_link **tail,
+						unsigned *count)
 {
 	struct wheel_link *l = w->slot[g];
 
 	w->slot[g] = NULL;
-	wheel_slot_emptied(w, g);
 	*tail = l;
 	l->pprev = tail;
 	for (; l; l = l->next) {
@@ -85,19 +87,68 @@ static struct wheel_link **take_slot(struct wheel *w, size_t g,
 }
 
 /*
- * Move a group of due timers, chained at @chain, to the end of the due list
- * at @tail in run order. Returns the due list's new last link.
+ * Move the slots @due[base] of @level, from every base, to the due list at
+ * @tail in run order; returns its new last link. Slots are taken in key
+ * order, each one's timers (from all bases) sorted by expiry, which is
+ * needed only when a slot holds more than one.
  */
-static struct wheel_link **queue_due(struct wheel_link **tail,
-				     struct wheel_link *chain,
-				     struct wheel_link **chain_tail,
-				     unsigned count)
+static struct wheel_link **take_level(struct wheel *w, unsigned level,
+				      const uint64_t *due,
+				      struct wheel_link **tail)
 {
-	if (count > 1)
-		chain = wheel_chain_sort(chain, &chain_tail);
-	*tail = chain;
-	chain->pprev = tail;
-	return chain_tail;
+	uint64_t all = 0;
+	unsigned base;
+
+	for (base = 0; base < WHEEL_NR_BASES; base++) {
+		size_t g0 = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS;
+		uint64_t *occupied = &w->occupied[base * WHEEL_LEVELS + level];
+
+		if (!due[base])
+			continue;
+		all |= due[base];
+		*occupied &= ~due[base];
+		if (!*occupied)
+			w->level_mask[base] &= ~(1ull << level);
+		if (w->sorted[base] - g0 < WHEEL_SLOTS &&
+		    due[base] & (1ull << (w->sorted[base] - g0)))
+			w->sorted[base] = NO_SLOT;
+	}
+	for (; all; all &= all - 1) {
+		unsigned slot = __builtin_ctzll(all), count = 0;
+		struct wheel_link *chain, **chain_tail = &chain;
+
+		for (base = 0; base < WHEEL_NR_BASES; base++)
+			if (due[base] & (1ull << slot))
+				chain_tail = take_slot(
+					w,
+					base * WHEEL_BASE_SLOTS +
+						level * WHEEL_SLOTS + slot,
+					chain_tail, &count);
+		if (count > 1)
+			chain = wheel_chain_sort(chain, &chain_tail);
+		*tail = chain;
+		chain->pprev = tail;
+		tail = chain_tail;
+	}
+	return tail;
+}
+
+/*
+ * Slots of @level (in the clock's block of that level) whose every key is
+ * <= @target, as a bit mask.
+ */
+static hot_inline uint64_t due_slots(uint64_t clk, uint64_t target,
+				     unsigned level)
+{
+	unsigned shift = level * WHEEL_LVL_BITS;
+	/* Slots of the block that end by the target: target + 1 cannot wrap. */
+	uint64_t block = shift + WHEEL_LVL_BITS >= 64 ?
+				 0 :
+				 clk >> (shift + WHEEL_LVL_BITS)
+					 << WHEEL_LVL_BITS;
+	uint64_t n = ((target + 1) >> shift) - block;
+
+	return n >= WHEEL_SLOTS ? ~0ull : (1ull << n) - 1;
 }
 
 unsigned wheel_advance(struct wheel *w, uint64_t now)
@@ -122,9 +173,8 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 	for (i = 0; i < WHEEL_NR_BASES; i++)
 		event[i] = base_event(w, i, &level[i]);
 	for (;;) {
-		uint64_t first = event[0], last;
-		struct wheel_link *chain = NULL, **chain_tail = &chain;
-		unsigned lvl, count = 0;
+		uint64_t first = event[0], last, due[WHEEL_NR_BASES];
+		unsigned lvl;
 
 		/*
 		 * Which base comes first is data, not pattern (hard and
@@ -144,7 +194,7 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		 */
 		lvl = level[i];
 		last = first | ((1ull << (lvl * WHEEL_LVL_BITS)) - 1);
-		if (lvl && last > target) {
+		if (last > target) {
 			for (i = 0; i < WHEEL_NR_BASES; i++) {
 				if (event[i] != first)
 					continue;
@@ -153,41 +203,22 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 			}
 			continue;
 		}
-		for (i = 0; i < WHEEL_NR_BASES; i++) {
-			size_t g0 = i * WHEEL_BASE_SLOTS;
-
-			/*
-			 * A coarse slot goes alone (with the same slot of the
-			 * other bases); level-0 keys all precede every other
-			 * slot, so every base's due ones go together.
-			 */
-			if (lvl ? event[i] != first :
-				  event[i] > target || level[i])
-				continue;
-			if (lvl) {
-				chain_tail = take_slot(w, g0 + lvl * WHEEL_SLOTS +
-							   ((first >> (lvl * WHEEL_LVL_BITS)) &
-							    SLOT_MASK),
-						       chain_tail, &count);
-			} else {
-				/*
-				 * Every level-0 key lies in the clock's
-				 * 64-key block, before every other slot: take
-				 * all of them up to the target, from every
-				 * base.
-				 */
-				uint64_t due = w->occupied[i * WHEEL_LEVELS];
-
-				if ((target ^ first) <= SLOT_MASK)
-					due &= ~0ull >> (63 - (target & SLOT_MASK));
-				for (; due; due &= due - 1)
-					chain_tail = take_slot(
-						w, g0 + __builtin_ctzll(due),
-						chain_tail, &count);
-			}
-			event[i] = base_event(w, i, &level[i]);
-		}
-		tail = queue_due(tail, chain, chain_tail, count);
+		/*
+		 * The earliest slot is wholly due. No base has anything at a
+		 * lower level, and every slot of this level (in the clock's
+		 * block) comes before every slot of a higher one: so every
+		 * wholly due slot of this level, from every base, goes in one
+		 * group, taken slot by slot.
+		 */
+		for (i = 0; i < WHEEL_NR_BASES; i++)
+			due[i] = event[i] > target || level[i] != lvl ?
+					 0 :
+					 w->occupied[i * WHEEL_LEVELS + lvl] &
+						 due_slots(first, target, lvl);
+		tail = take_level(w, lvl, due, tail);
+		for (i = 0; i < WHEEL_NR_BASES; i++)
+			if (due[i])
+				event[i] = base_event(w, i, &level[i]);
 		collected = true;
 	}
 	/*

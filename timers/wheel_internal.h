@@ -108,8 +108,13 @@ static hot_inline uint64_t wheel_slot_start(uint64_t clk, unsigned level,
 	return prefix | ((uint64_t)slot << shift);
 }
 
-/* Link @node first in slot @g (an index into w->slot); mark it occupied. */
-static hot_inline void wheel_slot_link(struct wheel *w, size_t g,
+/*
+ * Link @node first in slot @idx of base @base (@g = base *
+ * WHEEL_BASE_SLOTS + idx, which the caller usually has at hand) and mark
+ * the slot occupied.
+ */
+static hot_inline void wheel_slot_link(struct wheel *w, unsigned base,
+				       size_t g, unsigned idx,
 				       struct wheel_link *node)
 {
 	struct wheel_link **head = &w->slot[g], *first = *head;
@@ -120,12 +125,10 @@ static hot_inline void wheel_slot_link(struct wheel *w, size_t g,
 	if (likely(first)) {
 		first->pprev = &node->next;
 	} else {
-		/* g / 64 is base * WHEEL_LEVELS + level: 704 = 11 * 64. */
-		unsigned word = g / WHEEL_SLOTS;
-		unsigned base = word / WHEEL_LEVELS;
+		unsigned level = idx / WHEEL_SLOTS;
 
-		w->occupied[word] |= 1ull << (g & SLOT_MASK);
-		w->level_mask[base] |= 1ull << (word - base * WHEEL_LEVELS);
+		w->occupied[base * WHEEL_LEVELS + level] |= 1ull << (idx & SLOT_MASK);
+		w->level_mask[base] |= 1ull << level;
 	}
 }
 
