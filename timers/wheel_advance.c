@@ -63,74 +63,82 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
 }
 
 /*
- * Detach slot @g's timers, mark them due and append them to the chain
- * whose last link is *@tail (->pprev kept right). Returns the new last
- * link; *@count counts.
+ * Detach the slots @due (a bit mask) of @base at @level and chain their
+ * timers in run order at @chain, marked due: slot by slot, which is key
+ * order, sorting only a slot that holds more than one timer. Returns the
+ * last node's ->next; ->pprev links are right but the first node's.
  */
-static hot_inline struct wheel_link **take_slot(struct wheel *w, size_t g,
-						struct wheel_link **tail,
-						unsigned *count)
+static struct wheel_link **take_slots(struct wheel *w, unsigned base,
+				      unsigned level, uint64_t due,
+				      struct wheel_link **chain)
 {
-	struct wheel_link *l = w->slot[g];
+	size_t g0 = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS;
+	uint64_t *occupied = &w->occupied[base * WHEEL_LEVELS + level];
+	struct wheel_link **tail = chain;
 
-	w->slot[g] = NULL;
-	*tail = l;
-	l->pprev = tail;
-	for (; l; l = l->next) {
-		struct wheel_timer *t = wheel_timer_of(l);
+	*occupied &= ~due;
+	if (!*occupied)
+		w->level_mask[base] &= ~(1ull << level);
+	if (w->sorted[base] - g0 < WHEEL_SLOTS &&
+	    due & (1ull << (w->sorted[base] - g0)))
+		w->sorted[base] = NO_SLOT;
+	for (; due; due &= due - 1) {
+		struct wheel_link **head = &w->slot[g0 + __builtin_ctzll(due)];
+		struct wheel_link *l = *head, **slot_start = tail;
 
-		t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
-		tail = &l->next;
-		++*count;
+		*head = NULL;
+		*tail = l;
+		l->pprev = tail;
+		for (; l; l = l->next) {
+			struct wheel_timer *t = wheel_timer_of(l);
+
+			t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
+			tail = &l->next;
+		}
+		if ((*slot_start)->next) {
+			*slot_start = wheel_chain_sort(*slot_start, &tail);
+			(*slot_start)->pprev = slot_start;
+		}
 	}
 	return tail;
 }
 
 /*
  * Move the slots @due[base] of @level, from every base, to the due list at
- * @tail in run order; returns its new last link. Slots are taken in key
- * order, each one's timers (from all bases) sorted by expiry, which is
- * needed only when a slot holds more than one.
+ * @tail in run order; returns its new last link. Each base's slots are in
+ * key order; the bases' chains are then merged.
  */
 static struct wheel_link **take_level(struct wheel *w, unsigned level,
 				      const uint64_t *due,
 				      struct wheel_link **tail)
 {
-	uint64_t all = 0;
-	unsigned base;
+	struct wheel_link *chain[WHEEL_NR_BASES], **end = tail;
+	unsigned base, nr = 0;
 
 	for (base = 0; base < WHEEL_NR_BASES; base++) {
-		size_t g0 = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS;
-		uint64_t *occupied = &w->occupied[base * WHEEL_LEVELS + level];
-
 		if (!due[base])
 			continue;
-		all |= due[base];
-		*occupied &= ~due[base];
-		if (!*occupied)
-			w->level_mask[base] &= ~(1ull << level);
-		if (w->sorted[base] - g0 < WHEEL_SLOTS &&
-		    due[base] & (1ull << (w->sorted[base] - g0)))
-			w->sorted[base] = NO_SLOT;
+		end = take_slots(w, base, level, due[base], &chain[nr]);
+		chain[nr]->pprev = &chain[nr];
+		nr++;
 	}
-	for (; all; all &= all - 1) {
-		unsigned slot = __builtin_ctzll(all), count = 0;
-		struct wheel_link *chain, **chain_tail = &chain;
+	if (nr <= 1) {
+		if (!nr)
+			return tail;
+		*tail = chain[0];
+		chain[0]->pprev = tail;
+		return end;
+	}
+	if (nr == 3) {
+		struct wheel_link *ab;
 
-		for (base = 0; base < WHEEL_NR_BASES; base++)
-			if (due[base] & (1ull << slot))
-				chain_tail = take_slot(
-					w,
-					base * WHEEL_BASE_SLOTS +
-						level * WHEEL_SLOTS + slot,
-					chain_tail, &count);
-		if (count > 1)
-			chain = wheel_chain_sort(chain, &chain_tail);
-		*tail = chain;
-		chain->pprev = tail;
-		tail = chain_tail;
+		wheel_chain_merge(&ab, chain[0], chain[1]);
+		chain[0] = ab;
+		chain[1] = chain[2];
 	}
-	return tail;
+	end = wheel_chain_merge(tail, chain[0], chain[1]);
+	(*tail)->pprev = tail;
+	return end;
 }
 
 /*
@@ -156,7 +164,7 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 	uint64_t target = now >> w->tick_shift;
 	struct wheel_link **tail = &w->due;
 	uint64_t event[WHEEL_NR_BASES];
-	unsigned level[WHEEL_NR_BASES] = { 0 }, ran = 0, i;
+	unsigned level[WHEEL_NR_BASES] = { 0 }, ran = 0, ran_deferrable = 0, i;
 	bool collected = false;
 
 	if (now < w->now) {
@@ -229,6 +237,12 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 	if (collected)
 		w->next_hard_valid = false;
 
+	/*
+	 * The counters of fired timers are kept in registers until the end:
+	 * the callback is an indirect call, so w's fields would otherwise be
+	 * reloaded and stored around every one. ->nr_pending stays exact, a
+	 * callback may ask for it.
+	 */
 	while (w->due) {
 		struct wheel_link *l = w->due, *next = l->next;
 		struct wheel_timer *t = wheel_timer_of(l);
@@ -239,11 +253,12 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 			next->pprev = &w->due;
 		t->priv &= ~PRIV_STATE_MASK; /* TIMER_IDLE */
 		w->nr_pending[deferrable]--;
-		/* No branch: the kinds of due timers alternate at random. */
-		w->stat_fired_deferrable += deferrable;
-		w->stat_fired_hard += deferrable ^ 1;
 		ran++;
+		/* No branch: the kinds of due timers alternate at random. */
+		ran_deferrable += deferrable;
 		t->fn(t, now);
 	}
+	w->stat_fired_deferrable += ran_deferrable;
+	w->stat_fired_hard += ran - ran_deferrable;
 	return ran;
 }

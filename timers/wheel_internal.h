@@ -156,6 +156,14 @@ struct wheel_link *wheel_chain_sort(struct wheel_link *chain,
 				    struct wheel_link ***last_link);
 
 /*
+ * Merge the run-ordered NULL-terminated chains @a and @b into *@link,
+ * keeping ->pprev right; returns the last node's ->next.
+ */
+struct wheel_link **wheel_chain_merge(struct wheel_link **link,
+				      struct wheel_link *a,
+				      struct wheel_link *b);
+
+/*
  * Sort the @n timers of the list at @head by key, ascending, given that
  * their keys differ only in their low @bits bits.
  */

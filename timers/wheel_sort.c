@@ -29,12 +29,9 @@ static struct wheel_link *cut_run(struct wheel_link *run)
 	return rest;
 }
 
-/*
- * Merge two NULL-terminated sorted chains after *@link, keeping ->pprev
- * right; returns the last node's ->next.
- */
-static struct wheel_link **merge(struct wheel_link **link, struct wheel_link *a,
-				 struct wheel_link *b)
+struct wheel_link **wheel_chain_merge(struct wheel_link **link,
+				      struct wheel_link *a,
+				      struct wheel_link *b)
 {
 	while (a && b) {
 		struct wheel_link **from =
@@ -69,7 +66,7 @@ struct wheel_link *wheel_chain_sort(struct wheel_link *chain,
 			b = chain;
 			if (b)
 				chain = cut_run(b);
-			link = merge(link, a, b);
+			link = wheel_chain_merge(link, a, b);
 			runs++;
 		}
 		chain = sorted;
