@@ -32,33 +32,63 @@ static hot_inline uint64_t base_event(const struct wheel *w, unsigned base,
 }
 
 /*
- * Place the timers of @base's slot at @level that starts at w->clk again,
- * relative to the clock now at its first key. With the clock and the tick
- * in registers: stores through the lists could otherwise alias them.
+ * Place timer @l of @base again, relative to the clock @clk. expires + tick
+ * - 1 cannot overflow: only the saturated key's timers have such expiries,
+ * and the clock never reaches their slot, so they never cascade.
  */
-static void cascade(struct wheel *w, unsigned base, unsigned level)
+static hot_inline void place_again(struct wheel *w, unsigned base,
+				   struct wheel_link *l, uint64_t clk,
+				   uint64_t tick_mask, unsigned shift)
+{
+	uint64_t key = (wheel_timer_of(l)->expires + tick_mask) >> shift;
+	unsigned idx = wheel_slot_index(key, clk);
+
+	wheel_slot_link(w, base, base * WHEEL_BASE_SLOTS + idx, idx, l);
+}
+
+/*
+ * The clock reached the first key of a @level slot in each of the @nr bases
+ * @bases: place their timers again, relative to the clock now at that key.
+ * Two bases' lists are walked side by side: they are independent, so when
+ * their timers have left the cache the misses overlap (at N = 1e5 in
+ * wheel-bench, a third less time). With the clock and the tick in
+ * registers: stores through the lists could otherwise alias them.
+ */
+static void cascade(struct wheel *w, const unsigned *bases, unsigned nr,
+		    unsigned level)
 {
 	uint64_t clk = w->clk, tick_mask = w->tick_mask;
-	unsigned shift = w->tick_shift;
-	size_t g0 = base * WHEEL_BASE_SLOTS;
-	size_t g = g0 + level * WHEEL_SLOTS +
-		   ((clk >> (level * WHEEL_LVL_BITS)) & SLOT_MASK);
-	struct wheel_link *l = w->slot[g], *next;
+	unsigned shift = w->tick_shift, slot, k;
+	struct wheel_link *cur[WHEEL_NR_BASES], *next;
 
-	w->slot[g] = NULL;
-	wheel_slot_emptied(w, g);
-	for (; l; l = next) {
-		/*
-		 * expires + tick - 1 cannot overflow: only the saturated key's
-		 * timers have such expiries, and the clock never reaches their
-		 * slot, so they never cascade.
-		 */
-		uint64_t key = (wheel_timer_of(l)->expires + tick_mask) >> shift;
-		unsigned idx = wheel_slot_index(key, clk);
+	slot = level * WHEEL_SLOTS +
+	       ((clk >> (level * WHEEL_LVL_BITS)) & SLOT_MASK);
+	for (k = 0; k < nr; k++) {
+		size_t g = bases[k] * WHEEL_BASE_SLOTS + slot;
 
-		next = l->next;
-		__builtin_prefetch(next);
-		wheel_slot_link(w, base, g0 + idx, idx, l);
+		cur[k] = w->slot[g];
+		w->slot[g] = NULL;
+		wheel_slot_emptied(w, g);
+	}
+	if (nr >= 2) {
+		struct wheel_link *a = cur[0], *b = cur[1], *next_a, *next_b;
+
+		while (a && b) {
+			next_a = a->next;
+			next_b = b->next;
+			place_again(w, bases[0], a, clk, tick_mask, shift);
+			place_again(w, bases[1], b, clk, tick_mask, shift);
+			a = next_a;
+			b = next_b;
+		}
+		cur[0] = a;
+		cur[1] = b;
+	}
+	for (k = 0; k < nr; k++) {
+		for (struct wheel_link *l = cur[k]; l; l = next) {
+			next = l->next;
+			place_again(w, bases[k], l, clk, tick_mask, shift);
+		}
 	}
 }
 
@@ -203,12 +233,15 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		lvl = level[i];
 		last = first | ((1ull << (lvl * WHEEL_LVL_BITS)) - 1);
 		if (last > target) {
-			for (i = 0; i < WHEEL_NR_BASES; i++) {
-				if (event[i] != first)
-					continue;
-				cascade(w, i, lvl);
-				event[i] = base_event(w, i, &level[i]);
-			}
+			unsigned bases[WHEEL_NR_BASES], nr = 0;
+
+			for (i = 0; i < WHEEL_NR_BASES; i++)
+				if (event[i] == first)
+					bases[nr++] = i;
+			cascade(w, bases, nr, lvl);
+			for (i = 0; i < WHEEL_NR_BASES; i++)
+				if (event[i] == first)
+					event[i] = base_event(w, i, &level[i]);
 			continue;
 		}
 		/*
