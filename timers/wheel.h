@@ -79,21 +79,23 @@ struct wheel_link {
 /* Embed in your own struct; initialize with wheel_timer_init(). */
 struct wheel_timer {
 	/*
-	 * expires before link: walking a slot reads ->expires and ->next, and
-	 * in the first 16 bytes they share a cache line whatever the
-	 * alignment of an array of 48-byte timers.
+	 * Field order is about cache lines: in an array of 48-byte timers
+	 * (16-byte aligned), 16 bytes at a 16-byte offset never straddle two
+	 * lines and 32 bytes straddle for one timer in four. Walking a slot
+	 * reads ->expires and ->link.next: the first 16 bytes, always one line.
+	 * Arming, modifying and deleting touch only the first 32 bytes.
 	 */
 	uint64_t expires; /* absolute ns, as passed */
 	struct wheel_link link;
-	/* Tolerant base only: ceil_tick(expires + tolerance), its wake. */
-	uint64_t wake;
-	wheel_timer_fn fn;
 	/*
 	 * Private, one word so the timer stays at 48 bytes: state, base, the
 	 * deferrable flag and a 48-bit arm sequence (breaks ties between equal
 	 * expiries). timers/wheel_internal.h has the layout.
 	 */
 	uint64_t priv;
+	/* Tolerant base only: ceil_tick(expires + tolerance), its wake. */
+	uint64_t wake;
+	wheel_timer_fn fn;
 };
 
 /*
