@@ -36,15 +36,6 @@ static_assert(PRIV_DEFERRABLE >> 2 ==
  */
 #define SCAN_MAX 4
 
-#define LEVEL(l) ((l) * WHEEL_SLOTS << 8 | (l) * WHEEL_LVL_BITS)
-#define L6(l) LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l)
-const uint32_t wheel_level_by_bit[64] = {
-	L6(0), L6(1), L6(2), L6(3), L6(4), L6(5), L6(6), L6(7), L6(8), L6(9),
-	LEVEL(10), LEVEL(10), LEVEL(10), LEVEL(10),
-};
-#undef L6
-#undef LEVEL
-
 static hot_inline uint64_t add_saturating(uint64_t a, uint64_t b)
 {
 	return a > WHEEL_NEVER - b ? WHEEL_NEVER : a + b;

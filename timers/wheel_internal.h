@@ -88,11 +88,20 @@ static hot_inline uint64_t wheel_key_ns(const struct wheel *w, uint64_t key)
  * level 0. The result indexes one base's WHEEL_BASE_SLOTS slots. Indexed by
  * the highest set bit (63 ^ clz, which is what bsr gives).
  */
-extern const uint32_t wheel_level_by_bit[64];
+#define LEVEL(l) ((l) * WHEEL_SLOTS << 8 | (l) * WHEEL_LVL_BITS)
+#define L6(l) LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l)
+/* static: a global would be read through the GOT in a PIC library. */
+static const uint32_t wheel_level_by_bit[64] = {
+	L6(0), L6(1), L6(2), L6(3), L6(4), L6(5), L6(6), L6(7), L6(8), L6(9),
+	LEVEL(10), LEVEL(10), LEVEL(10), LEVEL(10),
+};
+#undef L6
+#undef LEVEL
 
 static hot_inline unsigned wheel_slot_index(uint64_t key, uint64_t clk)
 {
-	uint32_t e = wheel_level_by_bit[63 ^ __builtin_clzll((key ^ clk) | 1)];
+	unsigned bit = 63 ^ (unsigned)__builtin_clzll((key ^ clk) | 1);
+	uint32_t e = wheel_level_by_bit[bit];
 
 	return (e >> 8) + ((key >> (e & 0xff)) & SLOT_MASK);
 }
