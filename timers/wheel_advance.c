@@ -32,64 +32,129 @@ static hot_inline uint64_t base_event(const struct wheel *w, unsigned base,
 }
 
 /*
- * Place timer @l of @base again, relative to the clock @clk. expires + tick
- * - 1 cannot overflow: only the saturated key's timers have such expiries,
- * and the clock never reaches their slot, so they never cascade.
+ * Place timer @l, of the level-L slot the clock has just reached, again.
+ * The clock sits at the start of that slot, so its digits below L are all
+ * zero, and the timer belongs at level L - 1 in the slot of its own digit
+ * there (@digit_shift = (L - 1) * 6; @slots is that level of its base),
+ * unless that digit is zero too: then lower, by the general rule. The
+ * common case needs no level computation, and its occupancy bit is
+ * gathered in *@occupied, stored once by the caller.
+ *
+ * expires + tick - 1 cannot overflow: only the saturated key's timers have
+ * such expiries, and the clock never reaches their slot, so they never
+ * cascade.
  */
 static hot_inline void place_again(struct wheel *w, unsigned base,
+				   struct wheel_link **slots,
+				   unsigned digit_shift, uint64_t *occupied,
 				   struct wheel_link *l, uint64_t clk,
-				   uint64_t tick_mask, unsigned shift)
+				   uint64_t tick_mask, unsigned tick_shift)
 {
-	uint64_t key = (wheel_timer_of(l)->expires + tick_mask) >> shift;
-	unsigned idx = wheel_slot_index(key, clk);
+	uint64_t key = (wheel_timer_of(l)->expires + tick_mask) >> tick_shift;
+	unsigned digit = (key >> digit_shift) & SLOT_MASK;
+	struct wheel_link **head, *first;
 
-	wheel_slot_link(w, base, base * WHEEL_BASE_SLOTS + idx, idx, l);
+	if (unlikely(!digit)) {
+		unsigned idx = wheel_slot_index(key, clk);
+
+		wheel_slot_link(w, base, base * WHEEL_BASE_SLOTS + idx, idx, l);
+		return;
+	}
+	head = &slots[digit];
+	first = *head;
+	l->next = first;
+	l->pprev = head;
+	*head = l;
+	if (first)
+		first->pprev = &l->next;
+	*occupied |= 1ull << digit;
+}
+
+/* Detach the timers of @base's slot at @level that the clock has reached. */
+static hot_inline struct wheel_link *detach_slot(struct wheel *w, unsigned base,
+						 unsigned level)
+{
+	size_t g = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS +
+		   ((w->clk >> (level * WHEEL_LVL_BITS)) & SLOT_MASK);
+	struct wheel_link *l = w->slot[g];
+
+	w->slot[g] = NULL;
+	wheel_slot_emptied(w, g);
+	return l;
+}
+
+static hot_inline void mark_below(struct wheel *w, unsigned base,
+				  unsigned level, uint64_t occupied)
+{
+	if (occupied) {
+		w->occupied[base * WHEEL_LEVELS + level - 1] |= occupied;
+		w->level_mask[base] |= 1ull << (level - 1);
+	}
 }
 
 /*
- * The clock reached the first key of a @level slot in each of the @nr bases
- * @bases: place their timers again, relative to the clock now at that key.
- * Two bases' lists are walked side by side: they are independent, so when
- * their timers have left the cache the misses overlap (at N = 1e5 in
- * wheel-bench, a third less time). With the clock and the tick in
- * registers: stores through the lists could otherwise alias them.
+ * The clock reached the first key of a @level slot (>= 1) of @base: place
+ * its timers again, relative to the clock now at that key. With the clock
+ * and the tick in registers: stores through the lists could otherwise
+ * alias them.
  */
-static void cascade(struct wheel *w, const unsigned *bases, unsigned nr,
-		    unsigned level)
+static void cascade(struct wheel *w, unsigned base, unsigned level)
+{
+	uint64_t clk = w->clk, tick_mask = w->tick_mask, occupied = 0;
+	unsigned tick_shift = w->tick_shift;
+	unsigned digit_shift = (level - 1) * WHEEL_LVL_BITS;
+	struct wheel_link **slots =
+		&w->slot[base * WHEEL_BASE_SLOTS + (level - 1) * WHEEL_SLOTS];
+	struct wheel_link *l = detach_slot(w, base, level), *next;
+
+	for (; l; l = next) {
+		next = l->next;
+		place_again(w, base, slots, digit_shift, &occupied, l, clk,
+			    tick_mask, tick_shift);
+	}
+	mark_below(w, base, level, occupied);
+}
+
+/*
+ * cascade() of the same slot in two bases, their lists walked side by
+ * side: they are independent, so when their timers have left the cache the
+ * misses overlap (at N = 1e5 in wheel-bench, a third less time).
+ */
+static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
+			 unsigned level)
 {
 	uint64_t clk = w->clk, tick_mask = w->tick_mask;
-	unsigned shift = w->tick_shift, slot, k;
-	struct wheel_link *cur[WHEEL_NR_BASES], *next;
+	uint64_t occupied_a = 0, occupied_b = 0;
+	unsigned tick_shift = w->tick_shift;
+	unsigned digit_shift = (level - 1) * WHEEL_LVL_BITS;
+	size_t below = (level - 1) * WHEEL_SLOTS;
+	struct wheel_link **slots_a = &w->slot[base_a * WHEEL_BASE_SLOTS + below];
+	struct wheel_link **slots_b = &w->slot[base_b * WHEEL_BASE_SLOTS + below];
+	struct wheel_link *a = detach_slot(w, base_a, level);
+	struct wheel_link *b = detach_slot(w, base_b, level), *next_a, *next_b;
 
-	slot = level * WHEEL_SLOTS +
-	       ((clk >> (level * WHEEL_LVL_BITS)) & SLOT_MASK);
-	for (k = 0; k < nr; k++) {
-		size_t g = bases[k] * WHEEL_BASE_SLOTS + slot;
-
-		cur[k] = w->slot[g];
-		w->slot[g] = NULL;
-		wheel_slot_emptied(w, g);
+	while (a && b) {
+		next_a = a->next;
+		next_b = b->next;
+		place_again(w, base_a, slots_a, digit_shift, &occupied_a, a,
+			    clk, tick_mask, tick_shift);
+		place_again(w, base_b, slots_b, digit_shift, &occupied_b, b,
+			    clk, tick_mask, tick_shift);
+		a = next_a;
+		b = next_b;
 	}
-	if (nr >= 2) {
-		struct wheel_link *a = cur[0], *b = cur[1], *next_a, *next_b;
-
-		while (a && b) {
-			next_a = a->next;
-			next_b = b->next;
-			place_again(w, bases[0], a, clk, tick_mask, shift);
-			place_again(w, bases[1], b, clk, tick_mask, shift);
-			a = next_a;
-			b = next_b;
-		}
-		cur[0] = a;
-		cur[1] = b;
+	for (; a; a = next_a) {
+		next_a = a->next;
+		place_again(w, base_a, slots_a, digit_shift, &occupied_a, a,
+			    clk, tick_mask, tick_shift);
 	}
-	for (k = 0; k < nr; k++) {
-		for (struct wheel_link *l = cur[k]; l; l = next) {
-			next = l->next;
-			place_again(w, bases[k], l, clk, tick_mask, shift);
-		}
+	for (; b; b = next_b) {
+		next_b = b->next;
+		place_again(w, base_b, slots_b, digit_shift, &occupied_b, b,
+			    clk, tick_mask, tick_shift);
 	}
+	mark_below(w, base_a, level, occupied_a);
+	mark_below(w, base_b, level, occupied_b);
 }
 
 /*
@@ -233,12 +298,17 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		lvl = level[i];
 		last = first | ((1ull << (lvl * WHEEL_LVL_BITS)) - 1);
 		if (last > target) {
-			unsigned bases[WHEEL_NR_BASES], nr = 0;
+			unsigned bases[WHEEL_NR_BASES] = { 0 }, nr = 0;
 
 			for (i = 0; i < WHEEL_NR_BASES; i++)
 				if (event[i] == first)
 					bases[nr++] = i;
-			cascade(w, bases, nr, lvl);
+			if (nr >= 2)
+				cascade_pair(w, bases[0], bases[1], lvl);
+			else
+				cascade(w, bases[0], lvl);
+			if (nr == 3)
+				cascade(w, bases[2], lvl);
 			for (i = 0; i < WHEEL_NR_BASES; i++)
 				if (event[i] == first)
 					event[i] = base_event(w, i, &level[i]);
