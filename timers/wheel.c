@@ -46,12 +46,6 @@ static hot_inline uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-static hot_inline uint64_t timer_key(const struct wheel *w,
-				     const struct wheel_timer *t)
-{
-	return wheel_key_of(t->expires, w->tick_shift);
-}
-
 void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift)
 {
 	size_t i;
@@ -305,11 +299,48 @@ int wheel_del(struct wheel *w, struct wheel_timer *t)
  * timers leave it, so deleting the earliest timer and asking again reads
  * the new first node.
  */
-static uint64_t base_min_key(struct wheel *w, unsigned base)
+/* ceil_tick(@ns): the start of its key, WHEEL_NEVER past the last tick. */
+static hot_inline uint64_t ceil_tick(const struct wheel *w, uint64_t ns)
 {
+	uint64_t sum;
+
+	if (__builtin_add_overflow(ns, w->tick_mask, &sum))
+		return WHEEL_NEVER;
+	return sum & ~w->tick_mask;
+}
+
+/*
+ * ceil_tick of the earliest expiry in coarse slot @g (at @level of @base),
+ * known not to be sorted: a few timers are scanned, more are sorted by key
+ * once and the slot remembered as sorted.
+ */
+static __attribute__((noinline)) uint64_t
+coarse_slot_min_at(struct wheel *w, unsigned base, unsigned level, size_t g)
+{
+	struct wheel_link **head = &w->slot[g], *l;
 	uint64_t best = WHEEL_NEVER;
-	unsigned level, slot, n = 0;
-	struct wheel_link **head, *l;
+	size_t n = 0;
+
+	for (l = *head; l; l = l->next, n++)
+		best = min_u64(best, wheel_timer_of(l)->expires);
+	if (n > SCAN_MAX) {
+		wheel_slot_sort(head, w->tick_shift, level * WHEEL_LVL_BITS, n);
+		w->sorted[base] = g;
+	}
+	return ceil_tick(w, best);
+}
+
+/*
+ * Earliest ceil_tick(expires) of @base, or WHEEL_NEVER. Every key of a
+ * lower level is below every key of a higher one, and slots of a level are
+ * in key order, so the answer is in the first occupied slot of the lowest
+ * occupied level. At level 0 the slot is the key. A coarse slot is read
+ * through coarse_slot_min_at() until it is sorted; then deleting its
+ * earliest timer and asking again reads the new first node.
+ */
+static hot_inline uint64_t base_min_at(struct wheel *w, unsigned base)
+{
+	unsigned level, slot;
 	size_t g;
 
 	if (!w->level_mask[base])
@@ -317,18 +348,11 @@ static uint64_t base_min_key(struct wheel *w, unsigned base)
 	level = __builtin_ctzll(w->level_mask[base]);
 	slot = __builtin_ctzll(w->occupied[base * WHEEL_LEVELS + level]);
 	if (!level)
-		return wheel_slot_start(w->clk, 0, slot);
+		return ((w->clk & ~SLOT_MASK) | slot) << w->tick_shift;
 	g = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS + slot;
-	head = &w->slot[g];
-	if (w->sorted[base] == g)
-		return timer_key(w, wheel_timer_of(*head));
-	for (l = *head; l; l = l->next, n++)
-		best = min_u64(best, timer_key(w, wheel_timer_of(l)));
-	if (n > SCAN_MAX) {
-		wheel_slot_sort(head, w->tick_shift, level * WHEEL_LVL_BITS, n);
-		w->sorted[base] = g;
-	}
-	return best;
+	if (likely(w->sorted[base] == g))
+		return ceil_tick(w, wheel_timer_of(w->slot[g])->expires);
+	return coarse_slot_min_at(w, base, level, g);
 }
 
 /*
@@ -336,7 +360,7 @@ static uint64_t base_min_key(struct wheel *w, unsigned base)
  * wake is never before its slot's start, so walk slots in time order and
  * stop at the first slot that starts at or after the best wake found.
  */
-static uint64_t tolerant_min_wake(struct wheel *w)
+static __attribute__((noinline)) uint64_t tolerant_min_wake(struct wheel *w)
 {
 	const unsigned base = WHEEL_BASE_TOLERANT;
 	uint64_t levels, slots, best = WHEEL_NEVER;
@@ -364,11 +388,13 @@ static uint64_t tolerant_min_wake(struct wheel *w)
 /* Out of line, so the cached query does not save and restore registers. */
 static __attribute__((noinline)) uint64_t next_hard_recompute(struct wheel *w)
 {
-	uint64_t hard = base_min_key(w, WHEEL_BASE_HARD);
+	uint64_t next = base_min_at(w, WHEEL_BASE_HARD);
 
-	w->next_hard = min_u64(wheel_key_ns(w, hard), tolerant_min_wake(w));
+	if (unlikely(w->level_mask[WHEEL_BASE_TOLERANT]))
+		next = min_u64(next, tolerant_min_wake(w));
+	w->next_hard = next;
 	w->next_hard_valid = true;
-	return w->next_hard;
+	return next;
 }
 
 /*
@@ -393,8 +419,7 @@ uint64_t wheel_next_expiry(struct wheel *w)
 	unsigned i;
 
 	for (i = 0; i < WHEEL_NR_BASES; i++)
-		next = min_u64(next, base_min_key(w, i));
-	next = wheel_key_ns(w, next);
+		next = min_u64(next, base_min_at(w, i));
 	return next > w->now ? next : w->now;
 }
 
