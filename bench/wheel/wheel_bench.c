@@ -71,6 +71,28 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/*
+ * This machine's vCPUs run at very different speeds from one minute to the
+ * next (the host steals time and throttles): a chain of dependent adds,
+ * one cycle each, gives the clock the benchmark actually got, so figures
+ * from different runs can be compared as cycles (ns * GHz).
+ */
+static double clock_ghz(void)
+{
+	const uint64_t adds = 20000000;
+	uint64_t x = 0, t0 = 0, i;
+
+	for (int pass = 0; pass < 2; pass++) { /* the first one warms up */
+		t0 = now_ns();
+		for (i = 0; i < adds; i++) {
+			x += 1;
+			__asm__ volatile("" : "+r"(x));
+		}
+	}
+	sink = x;
+	return (double)adds / (double)(now_ns() - t0);
+}
+
 static uint64_t rng_state = 0x1234567;
 
 static uint64_t next_rand(void)
@@ -431,7 +453,8 @@ static void usage(FILE *f)
 		"  --order O  the order del, mod_same and mod_far visit timers:\n"
 		"             arm (default: the order they were added) or random\n"
 		"  --json     print one JSON object: {\"rows\": [{\"n\", \"op\",\n"
-		"             \"wheel_ns\", \"heap_ns\"}, ...]}\n"
+		"             \"wheel_ns\", \"heap_ns\"}, ...], \"clock_ghz\": [{\"n\",\n"
+		"             \"before\", \"after\"}, ...]}\n"
 		"  --help     this text\n"
 		"\n"
 		"Operations: add, del, mod_same (another ns in the\n"
@@ -440,7 +463,12 @@ static void usage(FILE *f)
 		"the earliest hard timer, measured as the difference between\n"
 		"delete+query and delete alone over all hard timers; clamped at 0),\n"
 		"expire (advancing in steps of ~%d due timers until all ran, per\n"
-		"timer run).\n",
+		"timer run).\n"
+		"\n"
+		"Before and after each N it times a chain of dependent adds (one\n"
+		"cycle each) and prints the clock the run got: this machine's speed\n"
+		"varies from minute to minute. wheel_cyc is wheel_ns times that\n"
+		"clock, comparable across runs.\n",
 		DEFAULT_REPS, DEFAULT_REPS, FAR_NS / 1e9, TIMERS_PER_STEP);
 }
 
@@ -474,6 +502,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	size_t n[MAX_N] = { 1000, 10000, 100000, 1000000 };
+	double ghz[MAX_N][2];
 	unsigned nr_n = 4, reps = DEFAULT_REPS, i, r, op;
 	bool json = false, first = true, random_order = false;
 	int c;
@@ -519,17 +548,19 @@ int main(int argc, char **argv)
 	if (json)
 		printf("{\"rows\": [");
 	else
-		printf("%9s  %-20s %10s %10s %11s\n", "n", "op", "wheel_ns",
-		       "heap_ns", "heap/wheel");
+		printf("%9s  %-20s %10s %10s %11s %10s\n", "n", "op", "wheel_ns",
+		       "heap_ns", "heap/wheel", "wheel_cyc");
 	for (i = 0; i < nr_n; i++) {
 		struct sample *s = xcalloc(reps, sizeof(*s));
 		struct workload wl;
 
 		workload_init(&wl, n[i], random_order);
+		ghz[i][0] = clock_ghz();
 		for (r = 0; r < reps; r++) {
 			measure_wheel(&wl, s[r].wheel);
 			measure_heap(&wl, s[r].heap);
 		}
+		ghz[i][1] = clock_ghz();
 		for (op = 0; op < NR_OPS; op++) {
 			double wv[reps], hv[reps], wm, hm;
 
@@ -546,16 +577,26 @@ int main(int argc, char **argv)
 				       hm);
 				first = false;
 			} else {
-				printf("%9zu  %-20s %10.2f %10.2f %11.2f\n",
+				printf("%9zu  %-20s %10.2f %10.2f %11.2f %10.1f\n",
 				       n[i], op_name[op], wm, hm,
-				       wm > 0 ? hm / wm : 0);
+				       wm > 0 ? hm / wm : 0,
+				       wm * (ghz[i][0] + ghz[i][1]) / 2);
 			}
 		}
+		if (!json)
+			printf("%9zu  # clock: %.2f GHz before, %.2f GHz after "
+			       "(wheel_cyc = wheel_ns x their mean)\n",
+			       n[i], ghz[i][0], ghz[i][1]);
 		fflush(stdout);
 		workload_free(&wl);
 		free(s);
 	}
-	if (json)
+	if (json) {
+		printf("], \"clock_ghz\": [");
+		for (i = 0; i < nr_n; i++)
+			printf("%s{\"n\": %zu, \"before\": %.3f, \"after\": %.3f}",
+			       i ? ", " : "", n[i], ghz[i][0], ghz[i][1]);
 		printf("]}\n");
+	}
 	return 0;
 }
