@@ -27,9 +27,10 @@
  *    pending timers must not be moved in memory (they hold list pointers).
  *
  * Geometry: 64 slots per level; level L holds keys whose highest bit that
- * differs from the wheel clock (both in ticks) lies in bits 6L..6L+5, and is
- * cascaded one level down when the clock reaches its slot. Cascading keeps
- * every hard timer exact to the tick. With the default tick (1024 ns):
+ * differs from the wheel clock (both in ticks) lies in bits 6L..6L+5. When
+ * an advance passes a whole slot its timers run from there; when it stops
+ * inside one, the slot is cascaded a level down. That keeps every hard
+ * timer exact to the tick. With the default tick (1024 ns):
  *
  * Level  Slot width                 Level spans (64 slots)
  *  0     1 tick     =  1.024 us      65.5 us
@@ -44,9 +45,9 @@
  *  9     2^54 ticks: only the saturated key (expiry past UINT64_MAX)
  * 10     used only when tick_shift < 4
  *
- * Slot width is how coarsely a timer waits, not how late it runs: it moves
- * down a level each time the clock reaches its slot and runs from level 0,
- * exact to the tick.
+ * Slot width is how coarsely a timer waits, not how late it runs: a slot
+ * runs only once the clock has passed all of it, and one the clock stops in
+ * is split finer, down to one-tick slots.
  */
 #ifndef LULL_TIMERS_WHEEL_H
 #define LULL_TIMERS_WHEEL_H
