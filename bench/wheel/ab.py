@@ -5,7 +5,14 @@
 Runs A and B alternately (A B, B A, A B, ...) pinned to one CPU, so that a
 slow minute hits both, and prints per (n, op) the minimum and the median
 wheel_ns of each and the ratio of medians B/A. Build the two versions in
-their own directories first, e.g. with `git worktree add`.
+their own directories first, e.g. with `git worktree add` (and run meson
+setup from inside the worktree: it takes the current directory as the
+source).
+
+Know the noise floor before reading a ratio: one binary against a copy of
+itself, 8 rounds, gave median ratios from 0.66 to 1.12 while the minimums
+agreed within about 10%. Trust a difference the minimums show too, or one
+in instructions per op (bench/wheel/instr.sh).
 
 usage: ab.py A/wheel-bench B/wheel-bench [--rounds R] [--n LIST] [--ops LIST]
 """
