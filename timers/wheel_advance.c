@@ -7,9 +7,9 @@
  * The clock visits slots, not ticks. At each step the earliest occupied slot
  * of any base (the first occupied slot of its lowest occupied level) is
  * either
- *  - wholly due (its last key <= the target): its timers are collected as
- *    they are, with no cascading, and sorted into run order; at level 0 all
- *    the due one-key slots of every base are collected together; or
+ *  - wholly due (its last key <= the target): then every wholly due slot of
+ *    that level, from every base, is collected as it is, with no cascading,
+ *    and put in run order; or
  *  - partly due: cascaded, i.e. its timers placed again relative to its
  *    first key, each one level down or more.
  * A timer therefore moves down a level only when the clock stops inside its
@@ -118,7 +118,8 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
 /*
  * cascade() of the same slot in two bases, their lists walked side by
  * side: they are independent, so when their timers have left the cache the
- * misses overlap (at N = 1e5 in wheel-bench, a third less time).
+ * misses overlap (wheel-bench expire at N = 1e5: 92 -> 68 ns per timer,
+ * fastest of 8 runs each, alternated).
  */
 static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 			 unsigned level)
