@@ -12,9 +12,9 @@
  * >= clk.
  *
  * The hot paths (arming an idle timer with no tolerance, deleting, modifying
- * within a tick) touch the timer, its slot head and one neighbour, and
- * update the cached wake-up time with a conditional store: the queries stay O(1)
- * while nothing that could be the minimum moves.
+ * within a tick) touch the timer, its slot head and one neighbour, and keep
+ * the cached wake-up time with a conditional store or a compare: the query
+ * stays O(1) while nothing that could be the minimum moves.
  */
 #include <assert.h>
 #include <errno.h>
@@ -26,8 +26,8 @@ static_assert(sizeof(struct wheel_timer) <= 48,
 	      "a timer must fit in 48 bytes (it is embedded per guest timer)");
 static_assert(WHEEL_BASE_HARD == 0 && WHEEL_BASE_DEFERRED == 1,
 	      "the deferrable bit picks the base of a timer without tolerance");
-static_assert(PRIV_DEFERRABLE >> 2 ==
-		      (uint64_t)WHEEL_BASE_DEFERRED << PRIV_BASE_SHIFT,
+static_assert(PRIV_DEFERRABLE >> 2 == (uint64_t)WHEEL_BASE_DEFERRED
+					      << PRIV_BASE_SHIFT,
 	      "the flag bit shifted down is the base bits");
 
 /*
@@ -201,9 +201,9 @@ static __attribute__((noinline)) int rearm(struct wheel *w,
 	else if (base == WHEEL_BASE_DEFERRED)
 		wake = WHEEL_NEVER;
 	else
-		wake = wheel_key_ns(w, wheel_key_of(add_saturating(expires,
-								   tolerance),
-						    w->tick_shift));
+		wake = wheel_key_ns(
+			w, wheel_key_of(add_saturating(expires, tolerance),
+					w->tick_shift));
 	arm(w, t, base, key, expires, wake);
 	return was_pending;
 }
@@ -237,7 +237,7 @@ int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	w->nr_pending[deferrable]++;
 	t->expires = expires;
 	t->priv = (mask & (PRIV_DEFERRABLE | (uint64_t)WHEEL_BASE_DEFERRED
-						      << PRIV_BASE_SHIFT)) |
+						     << PRIV_BASE_SHIFT)) |
 		  TIMER_IN_SLOT | w->seq;
 	w->seq += PRIV_SEQ_ONE;
 	idx = wheel_slot_index(key, w->clk);
@@ -268,7 +268,8 @@ int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	 */
 	uint64_t x = expires - 1, y = t->expires - 1;
 
-	if (likely((priv & (PRIV_STATE_MASK | PRIV_TOLERANT)) == TIMER_IN_SLOT &&
+	if (likely((priv & (PRIV_STATE_MASK | PRIV_TOLERANT)) ==
+			   TIMER_IN_SLOT &&
 		   !tolerance && !((x ^ y) >> shift) && (~x >> shift))) {
 		t->expires = expires;
 		t->priv = (priv & ~PRIV_SEQ_MASK) | w->seq;

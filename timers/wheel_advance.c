@@ -129,8 +129,10 @@ static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 	unsigned tick_shift = w->tick_shift;
 	unsigned digit_shift = (level - 1) * WHEEL_LVL_BITS;
 	size_t below = (level - 1) * WHEEL_SLOTS;
-	struct wheel_link **slots_a = &w->slot[base_a * WHEEL_BASE_SLOTS + below];
-	struct wheel_link **slots_b = &w->slot[base_b * WHEEL_BASE_SLOTS + below];
+	struct wheel_link **slots_a =
+		&w->slot[base_a * WHEEL_BASE_SLOTS + below];
+	struct wheel_link **slots_b =
+		&w->slot[base_b * WHEEL_BASE_SLOTS + below];
 	struct wheel_link *a = detach_slot(w, base_a, level);
 	struct wheel_link *b = detach_slot(w, base_b, level), *next_a, *next_b;
 
@@ -249,7 +251,7 @@ static hot_inline uint64_t due_slots(uint64_t clk, uint64_t target,
 	uint64_t block = shift + WHEEL_LVL_BITS >= 64 ?
 				 0 :
 				 clk >> (shift + WHEEL_LVL_BITS)
-					 << WHEEL_LVL_BITS;
+						 << WHEEL_LVL_BITS;
 	uint64_t n = ((target + 1) >> shift) - block;
 
 	return n >= WHEEL_SLOTS ? ~0ull : (1ull << n) - 1;

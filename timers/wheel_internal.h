@@ -88,6 +88,7 @@ static hot_inline uint64_t wheel_key_ns(const struct wheel *w, uint64_t key)
  * level 0. The result indexes one base's WHEEL_BASE_SLOTS slots. Indexed by
  * the highest set bit (63 ^ clz, which is what bsr gives).
  */
+/* clang-format off */
 #define LEVEL(l) ((l) * WHEEL_SLOTS << 8 | (l) * WHEEL_LVL_BITS)
 #define L6(l) LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l), LEVEL(l)
 /* static: a global would be read through the GOT in a PIC library. */
@@ -97,6 +98,7 @@ static const uint32_t wheel_level_by_bit[64] = {
 };
 #undef L6
 #undef LEVEL
+/* clang-format on */
 
 static hot_inline unsigned wheel_slot_index(uint64_t key, uint64_t clk)
 {
@@ -122,9 +124,8 @@ static hot_inline uint64_t wheel_slot_start(uint64_t clk, unsigned level,
  * WHEEL_BASE_SLOTS + idx, which the caller usually has at hand) and mark
  * the slot occupied.
  */
-static hot_inline void wheel_slot_link(struct wheel *w, unsigned base,
-				       size_t g, unsigned idx,
-				       struct wheel_link *node)
+static hot_inline void wheel_slot_link(struct wheel *w, unsigned base, size_t g,
+				       unsigned idx, struct wheel_link *node)
 {
 	struct wheel_link **head = &w->slot[g], *first = *head;
 
@@ -136,7 +137,8 @@ static hot_inline void wheel_slot_link(struct wheel *w, unsigned base,
 	} else {
 		unsigned level = idx / WHEEL_SLOTS;
 
-		w->occupied[base * WHEEL_LEVELS + level] |= 1ull << (idx & SLOT_MASK);
+		w->occupied[base * WHEEL_LEVELS + level] |=
+			1ull << (idx & SLOT_MASK);
 		w->level_mask[base] |= 1ull << level;
 	}
 }

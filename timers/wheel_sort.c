@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * The two sorts of the wheel.
+ * The sorts of the wheel.
  *
- * Run order of due timers: expiry first, then arm order. Slots become due
- * one key at a time, so only the timers of one key (one level-0 slot, from
- * up to three bases) ever need sorting, and only when there is more than one.
- * A natural merge sort finds the existing runs.
+ * Run order of due timers: expiry first, then arm order. Due slots are taken
+ * in key order, so only the timers of one slot ever need sorting (a natural
+ * merge sort, which finds the existing runs), and the per-base chains of a
+ * due level are merged.
  *
  * Key order of a coarse slot: when the wake-up query needs the earliest key
- * of a big level >= 1 slot, the slot is sorted once by key with an LSD radix
- * sort over just the key bits that can differ inside it (for
- * a 2^18-tick slot, two 9-bit passes), after which deleting the earliest timer and asking
- * again reads the new first node in O(1).
+ * of a big level >= 1 slot, the slot is sorted once by key, bucketed by its
+ * top key bits (or, past 16384 timers, an LSD radix sort over just the key
+ * bits that can differ inside it: two 9-bit passes for a 2^18-tick slot),
+ * after which deleting the earliest timer and asking again reads the new
+ * first node in O(1).
  */
 #include "wheel_internal.h"
 
@@ -36,7 +37,9 @@ struct wheel_link **wheel_chain_merge(struct wheel_link **link,
 	while (a && b) {
 		struct wheel_link **from =
 			wheel_timer_runs_before(wheel_timer_of(b),
-						wheel_timer_of(a)) ? &b : &a;
+						wheel_timer_of(a)) ?
+				&b :
+				&a;
 		struct wheel_link *node = *from;
 
 		*from = node->next;
@@ -91,8 +94,8 @@ static void radix_pass(struct wheel_link **head, unsigned tick_shift,
 	for (i = 0; i < nr; i++)
 		tail[i] = &bucket[i];
 	for (node = *head; node; node = next) {
-		uint64_t key = wheel_key_of(wheel_timer_of(node)->expires,
-					    tick_shift);
+		uint64_t key =
+			wheel_key_of(wheel_timer_of(node)->expires, tick_shift);
 		unsigned d = (key >> shift) & (nr - 1);
 
 		next = node->next;
@@ -133,14 +136,13 @@ static void bucket_insert_pass(struct wheel_link **head, unsigned tick_shift,
 		bucket[i] = NULL;
 	for (node = *head; node; node = next) {
 		uint64_t expires = wheel_timer_of(node)->expires;
-		unsigned d = (wheel_key_of(expires, tick_shift) >> shift) &
-			     (nr - 1);
+		unsigned d =
+			(wheel_key_of(expires, tick_shift) >> shift) & (nr - 1);
 		struct wheel_link **pos;
 
 		next = node->next;
 		__builtin_prefetch(next);
-		if (!bucket[d] ||
-		    expires >= wheel_timer_of(last[d])->expires) {
+		if (!bucket[d] || expires >= wheel_timer_of(last[d])->expires) {
 			pos = bucket[d] ? &last[d]->next : &bucket[d];
 			last[d] = node;
 		} else {
