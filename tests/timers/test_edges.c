@@ -603,3 +603,67 @@ Test(timers_edges, huge_coarse_slot_radix_sorted)
 	 */
 	big_slot_case(30000, 3000);
 }
+
+/*
+ * A level-2 slot (4096 ticks) that one advance passes whole is collected
+ * without cascading, from the hard and the deferred base together: the
+ * timers still run in (expiry, arm order) across both kinds and across the
+ * slot's keys, equal expiries included.
+ */
+Test(timers_edges, whole_coarse_slot_runs_in_order_across_bases)
+{
+	static const uint64_t ticks[] = { 900, 17, 900, 4000, 17, 2048, 17, 4095 };
+	static const uint64_t in_order[] = { 17, 900, 2048, 4000, 4095 };
+	struct fixture *f = fixture_new(0, 0);
+	uint64_t base = 1ull << 18; /* level 2 from a clock at 0 */
+	struct probe p[8];
+	int want[8];
+	unsigned i, j, k = 0;
+
+	for (i = 0; i < 8; i++) {
+		probe_init(&p[i], f, i, i % 2 ? WHEEL_DEFERRABLE : 0);
+		wheel_add(&f->w, &p[i].t, (base + ticks[i]) * TICK - 3, 0);
+	}
+	/* Expected: by expiry, then by index (arm order). */
+	for (j = 0; j < 5; j++)
+		for (i = 0; i < 8; i++)
+			if (ticks[i] == in_order[j])
+				want[k++] = i;
+	cr_assert_eq(k, 8);
+	cr_assert_eq(wheel_advance(&f->w, (base + 4096) * TICK), 8);
+	cr_assert_arr_eq(f->log, want, sizeof(want));
+	free(f);
+}
+
+/*
+ * An advance that stops inside a coarse slot holding hard and deferrable
+ * timers cascades both bases' lists together; each timer still runs at its
+ * own tick, never before.
+ */
+Test(timers_edges, cascade_of_both_bases_stays_exact)
+{
+	struct fixture *f = fixture_new(0, 0);
+	uint64_t base = 1ull << 18;
+	struct probe p[40];
+	unsigned i, ran = 0;
+
+	for (i = 0; i < 40; i++) {
+		probe_init(&p[i], f, i, i % 2 ? WHEEL_DEFERRABLE : 0);
+		/* Spread over the slot, with digit 0 at levels 0 and 1 too. */
+		wheel_add(&f->w, &p[i].t, (base + i * 97 + (i % 3) * 64) * TICK,
+			  0);
+	}
+	for (uint64_t tick = base; tick < base + 4096 + 64; tick += 13) {
+		ran += wheel_advance(&f->w, tick * TICK);
+		for (i = 0; i < 40; i++) {
+			uint64_t at = base + i * 97 + (i % 3) * 64;
+
+			cr_assert_eq(p[i].runs, at <= tick, "timer %u at tick %llu",
+				     i, (unsigned long long)tick);
+			if (p[i].runs)
+				cr_assert_lt(p[i].now_seen - at * TICK, 13 * TICK);
+		}
+	}
+	cr_assert_eq(ran, 40);
+	free(f);
+}
