@@ -53,11 +53,9 @@ static int open_kvm(struct vm *vm)
 	return 0;
 }
 
-static int setup_ram(struct vm *vm)
+/* NORESERVE: untouched guest pages cost the host nothing. */
+static int map_ram(struct vm *vm)
 {
-	struct kvm_userspace_memory_region region;
-
-	/* NORESERVE: untouched guest pages cost the host nothing. */
 	vm->ram = mmap(NULL, vm->cfg.mem_size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (vm->ram == MAP_FAILED) {
@@ -70,12 +68,18 @@ static int setup_ram(struct vm *vm)
 		return -e;
 	}
 	vm->ram_size = vm->cfg.mem_size;
-	region = (struct kvm_userspace_memory_region){
+	return 0;
+}
+
+static int register_ram(struct vm *vm)
+{
+	struct kvm_userspace_memory_region region = {
 		.slot = 0,
 		.guest_phys_addr = 0,
 		.memory_size = vm->ram_size,
 		.userspace_addr = (uint64_t)(uintptr_t)vm->ram,
 	};
+
 	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0) {
 		int e = errno;
 
@@ -194,6 +198,15 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		vm_err(vm, "%s", err);
 		return -LULL_EXIT_USAGE;
 	}
+	/*
+	 * The guest image is read and loaded before /dev/kvm is opened, into
+	 * memory KVM is told about afterwards: a wrong path or a broken image
+	 * is reported as such (65) on any host, with or without KVM.
+	 */
+	if (map_ram(vm) < 0)
+		return -LULL_EXIT_HOST;
+	if (load_guest(vm, &entry, &start_info) < 0)
+		return -LULL_EXIT_BAD_GUEST;
 	if (open_kvm(vm) < 0)
 		return -LULL_EXIT_NO_KVM;
 	r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
@@ -205,10 +218,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		       cfg->nr_vcpus, r);
 		return -LULL_EXIT_USAGE;
 	}
-	if (setup_ram(vm) < 0)
+	if (register_ram(vm) < 0)
 		return -LULL_EXIT_HOST;
-	if (load_guest(vm, &entry, &start_info) < 0)
-		return -LULL_EXIT_BAD_GUEST;
 	if (create_vcpus(vm, entry, start_info) < 0)
 		return -LULL_EXIT_HOST;
 	return 0;

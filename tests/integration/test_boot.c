@@ -236,6 +236,42 @@ Test(boot, missing_dev_kvm_is_status_69)
 	run_free(&r);
 }
 
+/*
+ * No /dev/kvm and no guest file: the guest is what the user got wrong
+ * first, and it is checked first: 65 naming the file, not 69.
+ */
+Test(boot, missing_guest_is_status_65_even_without_dev_kvm)
+{
+	char *argv[] = {
+		"/usr/bin/unshare",
+		"-m",
+		"sh",
+		"-c",
+		"mount -t tmpfs none /dev || exit 99; exec \"$0\" run \"$1\"",
+		(char *)lull_bin(),
+		"/nonexistent/guest.elf",
+		NULL,
+	};
+	struct proc p;
+	struct run r;
+
+	if (access(argv[0], X_OK))
+		cr_skip_test("needs unshare(1) to hide /dev/kvm: %s is missing",
+			     argv[0]);
+	cr_assert_eq(proc_spawn(&p, argv), 0);
+	proc_wait(&p, QUICK_S, &r);
+	if (r.status == 99 || !strncmp(r.err, "unshare:", 8))
+		cr_skip_test("cannot hide /dev in a mount namespace here: %s",
+			     r.err);
+
+	cr_assert_eq(r.status, 65, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert_eq(count_lines(r.err), 1, "want one sentence, got:\n%s",
+		     r.err);
+	cr_assert(strstr(r.err, "/nonexistent/guest.elf"),
+		  "stderr does not name the guest file:\n%s", r.err);
+	run_free(&r);
+}
+
 Test(boot, console_file_gets_guest_output_not_stdout)
 {
 	char path[] = "/tmp/lull-console-XXXXXX";
