@@ -469,8 +469,8 @@ static void usage(FILE *f)
 		"  --order O  the order del, mod_same and mod_far visit timers:\n"
 		"             arm (default: the order they were added) or random\n"
 		"  --json     print one JSON object: {\"rows\": [{\"n\", \"op\",\n"
-		"             \"wheel_ns\", \"heap_ns\"}, ...], \"clock_ghz\": [{\"n\",\n"
-		"             \"before\", \"after\"}, ...]}\n"
+		"             \"wheel_ns\", \"heap_ns\"}, ...]} (the clock lines go\n"
+		"             to stderr)\n"
 		"  --help     this text\n"
 		"\n"
 		"Operations: add, del, mod_same (another ns in the\n"
@@ -601,20 +601,16 @@ int main(int argc, char **argv)
 				       wm * (ghz[i][0] + ghz[i][1]) / 2);
 			}
 		}
-		if (!json)
-			printf("%9zu  # clock: %.2f GHz before, %.2f GHz after "
-			       "(wheel_cyc = wheel_ns x their mean)\n",
-			       n[i], ghz[i][0], ghz[i][1]);
+		/* With --json, stdout is exactly {"rows": [...]}: scripts parse it. */
+		fprintf(json ? stderr : stdout,
+			"%9zu  # clock: %.2f GHz before, %.2f GHz after "
+			"(wheel_cyc = wheel_ns x their mean)\n",
+			n[i], ghz[i][0], ghz[i][1]);
 		fflush(stdout);
 		workload_free(&wl);
 		free(s);
 	}
-	if (json) {
-		printf("], \"clock_ghz\": [");
-		for (i = 0; i < nr_n; i++)
-			printf("%s{\"n\": %zu, \"before\": %.3f, \"after\": %.3f}",
-			       i ? ", " : "", n[i], ghz[i][0], ghz[i][1]);
+	if (json)
 		printf("]}\n");
-	}
 	return 0;
 }
