@@ -8,7 +8,9 @@
  * registers its clock (lull shared page, or kvmclock) before guest code:
  * vCPU 0 calls guest_main() and exits with its return value; the others
  * call guest_ap_main(id), whose default halts with interrupts off forever.
- * Interrupts are off when guest code starts.
+ * Interrupts are off when guest code starts. The APs may be in
+ * guest_ap_main() before vCPU 0 reaches guest_main(): anything they need
+ * from guest_main() (handlers, deadlines) needs a flag they wait on.
  */
 #ifndef GUEST_RT_H
 #define GUEST_RT_H
