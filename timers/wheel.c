@@ -119,22 +119,6 @@ void wheel_slot_emptied(struct wheel *w, size_t g)
 }
 
 /*
- * A timer with key @key is about to be linked at the head of sorted slot
- * @g of @base: the slot stays sorted if that key is no later than its
- * first timer's; otherwise it is forgotten (sorted again when a query
- * needs it). Called only on the rare arm into the sorted slot.
- */
-static __attribute__((noinline)) void
-arm_into_sorted(struct wheel *w, unsigned base, size_t g, uint64_t key)
-{
-	struct wheel_link *first = w->slot[g];
-
-	if (!first ||
-	    key > wheel_key_of(wheel_timer_of(first)->expires, w->tick_shift))
-		w->sorted[base] = NO_SLOT;
-}
-
-/*
  * Take a pending @t off its slot or the due list. The cached next_hard is
  * dropped only if @t could have held it: next_hard is a multiple of the
  * tick and no earlier than the expiry of the timer whose wake it is (a
@@ -179,8 +163,9 @@ static hot_inline void arm(struct wheel *w, struct wheel_timer *t,
 	t->priv = (t->priv & PRIV_DEFERRABLE) |
 		  (uint64_t)base << PRIV_BASE_SHIFT | TIMER_IN_SLOT | w->seq;
 	w->seq += PRIV_SEQ_ONE;
+	/* A timer added to the sorted slot may be out of order there. */
 	if (unlikely(g == w->sorted[base]))
-		arm_into_sorted(w, base, g, key);
+		w->sorted[base] = NO_SLOT;
 	wheel_slot_link(w, base, g, idx, &t->link);
 }
 
@@ -258,7 +243,7 @@ int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	idx = wheel_slot_index(key, w->clk);
 	g = (mask & WHEEL_BASE_SLOTS) + idx;
 	if (unlikely(g == w->sorted[deferrable]))
-		arm_into_sorted(w, deferrable, g, key);
+		w->sorted[deferrable] = NO_SLOT;
 	wheel_slot_link(w, deferrable, g, idx, &t->link);
 	return 0;
 }
