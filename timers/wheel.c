@@ -46,6 +46,16 @@ static hot_inline uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* ceil_tick(@ns): the start of its key, WHEEL_NEVER past the last tick. */
+static hot_inline uint64_t ceil_tick(const struct wheel *w, uint64_t ns)
+{
+	uint64_t sum;
+
+	if (__builtin_add_overflow(ns, w->tick_mask, &sum))
+		return WHEEL_NEVER;
+	return sum & ~w->tick_mask;
+}
+
 void wheel_init(struct wheel *w, uint64_t now, unsigned tick_shift)
 {
 	size_t i;
@@ -201,9 +211,7 @@ static __attribute__((noinline)) int rearm(struct wheel *w,
 	else if (base == WHEEL_BASE_DEFERRED)
 		wake = WHEEL_NEVER;
 	else
-		wake = wheel_key_ns(
-			w, wheel_key_of(add_saturating(expires, tolerance),
-					w->tick_shift));
+		wake = ceil_tick(w, add_saturating(expires, tolerance));
 	arm(w, t, base, key, expires, wake);
 	return was_pending;
 }
@@ -300,16 +308,6 @@ int wheel_del(struct wheel *w, struct wheel_timer *t)
  * timers leave it, so deleting the earliest timer and asking again reads
  * the new first node.
  */
-/* ceil_tick(@ns): the start of its key, WHEEL_NEVER past the last tick. */
-static hot_inline uint64_t ceil_tick(const struct wheel *w, uint64_t ns)
-{
-	uint64_t sum;
-
-	if (__builtin_add_overflow(ns, w->tick_mask, &sum))
-		return WHEEL_NEVER;
-	return sum & ~w->tick_mask;
-}
-
 /*
  * ceil_tick of the earliest expiry in coarse slot @g (at @level of @base),
  * known not to be sorted: a few timers are scanned, more are sorted by key
