@@ -70,6 +70,22 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 	*occupied |= 1ull << digit;
 }
 
+/* place_again() every timer of the list @l, of the same base. */
+static hot_inline void place_list(struct wheel *w, unsigned base,
+				  struct wheel_link **slots,
+				  unsigned digit_shift, uint64_t *occupied,
+				  struct wheel_link *l, uint64_t clk,
+				  uint64_t tick_mask, unsigned tick_shift)
+{
+	struct wheel_link *next;
+
+	for (; l; l = next) {
+		next = l->next;
+		place_again(w, base, slots, digit_shift, occupied, l, clk,
+			    tick_mask, tick_shift);
+	}
+}
+
 /* Detach the timers of @base's slot at @level that the clock has reached. */
 static hot_inline struct wheel_link *detach_slot(struct wheel *w, unsigned base,
 						 unsigned level)
@@ -105,13 +121,10 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
 	unsigned digit_shift = (level - 1) * WHEEL_LVL_BITS;
 	struct wheel_link **slots =
 		&w->slot[base * WHEEL_BASE_SLOTS + (level - 1) * WHEEL_SLOTS];
-	struct wheel_link *l = detach_slot(w, base, level), *next;
+	struct wheel_link *l = detach_slot(w, base, level);
 
-	for (; l; l = next) {
-		next = l->next;
-		place_again(w, base, slots, digit_shift, &occupied, l, clk,
-			    tick_mask, tick_shift);
-	}
+	place_list(w, base, slots, digit_shift, &occupied, l, clk, tick_mask,
+		   tick_shift);
 	mark_below(w, base, level, occupied);
 }
 
@@ -146,16 +159,10 @@ static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 		a = next_a;
 		b = next_b;
 	}
-	for (; a; a = next_a) {
-		next_a = a->next;
-		place_again(w, base_a, slots_a, digit_shift, &occupied_a, a,
-			    clk, tick_mask, tick_shift);
-	}
-	for (; b; b = next_b) {
-		next_b = b->next;
-		place_again(w, base_b, slots_b, digit_shift, &occupied_b, b,
-			    clk, tick_mask, tick_shift);
-	}
+	place_list(w, base_a, slots_a, digit_shift, &occupied_a, a, clk,
+		   tick_mask, tick_shift);
+	place_list(w, base_b, slots_b, digit_shift, &occupied_b, b, clk,
+		   tick_mask, tick_shift);
 	mark_below(w, base_a, level, occupied_a);
 	mark_below(w, base_b, level, occupied_b);
 }
