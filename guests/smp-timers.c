@@ -36,11 +36,6 @@ struct ap_state {
 static struct ap_state ap[RT_MAX_VCPUS];
 static unsigned armed;
 static uint64_t window_ns;
-/*
- * The runtime releases the APs before guest_main() runs: they wait for
- * this, set once window_ns and the handlers are in place.
- */
-static unsigned go;
 static struct ptrack busy_track;
 static uint64_t samples[MAX_SAMPLES];
 
@@ -69,8 +64,7 @@ void guest_ap_main(unsigned id)
 	uint64_t want, until;
 	long r;
 
-	while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE))
-		cpu_relax();
+	smp_wait_gate(); /* until vCPU 0 has set up */
 	want = window_ns / TICK_NS / 2;
 	cli();
 	r = lull_timer_set(SLOT_TICK, clock_ns() + TICK_NS, VEC_TICK,
@@ -122,7 +116,7 @@ int guest_main(void)
 	window_ns = seconds * 1000000000ull;
 	irq_set_handler(VEC_TICK, on_tick);
 	irq_set_handler(VEC_WAKE, on_wake);
-	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	smp_open_gate();
 	if (n < 2)
 		printf("smp-timers: note: 1 vCPU, testing only the busy vCPU 0 (use --vcpus 2+)\n");
 	printf("smp-timers: vcpus=%u: 1 ms deferrable periodic timers, vcpu 0 busy, others halted, %lu s\n",

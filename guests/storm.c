@@ -21,12 +21,6 @@
 static volatile uint64_t ticks[MAX_VCPUS];
 static unsigned finished, failed; /* APs that are done, and of those failed */
 static uint64_t end_ns;
-/*
- * The runtime releases the APs before guest_main() runs: they wait for
- * this, set once the handlers and end_ns are in place (an AP that read
- * end_ns as 0 would stop its storm before it began, with no tick).
- */
-static unsigned go;
 
 static void on_tick(unsigned vector)
 {
@@ -89,8 +83,7 @@ void guest_ap_main(unsigned id)
 {
 	uint64_t late;
 
-	while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE))
-		cpu_relax();
+	smp_wait_gate(); /* until vCPU 0 has set up */
 	late = storm(id);
 
 	if (late)
@@ -120,7 +113,7 @@ int guest_main(void)
 	end_ns = clock_ns() + cmdline_u64("seconds", 1) * 1000000000ull;
 	printf("storm: %u vcpus x %u slots, 100 us periodic, %lu s\n", n,
 	       lull_info.nr_slots, cmdline_u64("seconds", 1));
-	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	smp_open_gate();
 	late = storm(0);
 	while (__atomic_load_n(&finished, __ATOMIC_ACQUIRE) < n - 1)
 		cpu_relax();

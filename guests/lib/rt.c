@@ -32,6 +32,19 @@ unsigned smp_count(void)
 	return rt_boot.nr_vcpus;
 }
 
+static unsigned smp_gate;
+
+void smp_open_gate(void)
+{
+	__atomic_store_n(&smp_gate, 1, __ATOMIC_RELEASE);
+}
+
+void smp_wait_gate(void)
+{
+	while (!__atomic_load_n(&smp_gate, __ATOMIC_ACQUIRE))
+		cpu_relax();
+}
+
 void rt_exit(uint32_t code)
 {
 	outl(LULL_DEBUG_EXIT_PORT, code);

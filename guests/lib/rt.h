@@ -10,7 +10,8 @@
  * call guest_ap_main(id), whose default halts with interrupts off forever.
  * Interrupts are off when guest code starts. The APs may be in
  * guest_ap_main() before vCPU 0 reaches guest_main(): anything they need
- * from guest_main() (handlers, deadlines) needs a flag they wait on.
+ * from guest_main() (handlers, deadlines) goes behind smp_open_gate() /
+ * smp_wait_gate() (smp.h).
  */
 #ifndef GUEST_RT_H
 #define GUEST_RT_H

@@ -27,4 +27,12 @@ static inline unsigned smp_id(void)
 /* Number of vCPUs running this guest (set by vCPU 0 before the others run). */
 unsigned smp_count(void);
 
+/*
+ * The runtime releases the APs before vCPU 0 reaches guest_main(). A guest
+ * whose APs need something guest_main() sets up (handlers, deadlines)
+ * opens this gate once it is ready, and its APs wait at it first.
+ */
+void smp_open_gate(void);
+void smp_wait_gate(void);
+
 #endif
