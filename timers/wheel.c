@@ -347,7 +347,7 @@ static hot_inline uint64_t base_min_at(struct wheel *w, unsigned base)
 	level = __builtin_ctzll(w->level_mask[base]);
 	slot = __builtin_ctzll(w->occupied[base * WHEEL_LEVELS + level]);
 	if (!level)
-		return ((w->clk & ~SLOT_MASK) | slot) << w->tick_shift;
+		return wheel_slot_start(w->clk, 0, slot) << w->tick_shift;
 	g = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS + slot;
 	if (likely(w->sorted[base] == g))
 		return ceil_tick(w, wheel_timer_of(w->slot[g])->expires);
