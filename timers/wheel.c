@@ -300,15 +300,6 @@ int wheel_del(struct wheel *w, struct wheel_timer *t)
 }
 
 /*
- * Earliest key of @base, or WHEEL_NEVER. Every key of a lower level is
- * below every key of a higher one, and slots of a level are in key order,
- * so the answer is in the first occupied slot of the lowest occupied level.
- * At level 0 the slot is the key. A small coarse slot is scanned; a big one
- * is sorted by key once and remembered as sorted, and it stays sorted while
- * timers leave it, so deleting the earliest timer and asking again reads
- * the new first node.
- */
-/*
  * ceil_tick of the earliest expiry in coarse slot @g (at @level of @base),
  * known not to be sorted: a few timers are scanned, more are sorted by key
  * once and the slot remembered as sorted.

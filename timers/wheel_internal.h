@@ -176,7 +176,8 @@ struct wheel_link **wheel_chain_merge(struct wheel_link **link,
 
 /*
  * Sort the @n timers of the list at @head by key, ascending, given that
- * their keys differ only in their low @bits bits.
+ * their keys differ only in their low @bits bits (the 6L of a level-L
+ * slot, L >= 1).
  */
 void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
 		     unsigned bits, size_t n);

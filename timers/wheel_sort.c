@@ -8,11 +8,12 @@
  * due level are merged.
  *
  * Key order of a coarse slot: when the wake-up query needs the earliest key
- * of a big level >= 1 slot, the slot is sorted once by key, bucketed by its
- * top key bits (or, past 16384 timers, an LSD radix sort over just the key
- * bits that can differ inside it: two 9-bit passes for a 2^18-tick slot),
- * after which deleting the earliest timer and asking again reads the new
- * first node in O(1).
+ * of a big level >= 1 slot, the slot is sorted once by key, after which
+ * deleting the earliest timer and asking again reads the new first node in
+ * O(1). The sort buckets the slot by its top key bits, ~4 timers a bucket,
+ * inserting each timer in order into its bucket; a slot of more than 2048
+ * timers is first split 64 ways by its top key bits, and each part sorted
+ * so (split again if it is still that long).
  */
 #include "wheel_internal.h"
 
@@ -80,58 +81,32 @@ struct wheel_link *wheel_chain_sort(struct wheel_link *chain,
 	}
 }
 
-#define RADIX_MAX_BITS 9 /* 512 buckets: 8 KiB of stack */
-
-/* One stable distribution pass on digit (key >> shift) & (nr - 1). */
-static void radix_pass(struct wheel_link **head, unsigned tick_shift,
-		       unsigned shift, unsigned nr)
-{
-	struct wheel_link *bucket[1u << RADIX_MAX_BITS];
-	struct wheel_link **tail[1u << RADIX_MAX_BITS];
-	struct wheel_link *node, *next, **link = head;
-	unsigned i;
-
-	for (i = 0; i < nr; i++)
-		tail[i] = &bucket[i];
-	for (node = *head; node; node = next) {
-		uint64_t key =
-			wheel_key_of(wheel_timer_of(node)->expires, tick_shift);
-		unsigned d = (key >> shift) & (nr - 1);
-
-		next = node->next;
-		__builtin_prefetch(next);
-		*tail[d] = node;
-		node->pprev = tail[d];
-		tail[d] = &node->next;
-	}
-	/* Concatenate; the first node of each bucket gets its real pprev. */
-	for (i = 0; i < nr; i++) {
-		if (tail[i] == &bucket[i])
-			continue;
-		*link = bucket[i];
-		bucket[i]->pprev = link;
-		link = tail[i];
-	}
-	*link = NULL;
-}
+#define INSERT_BITS_MAX 9 /* 512 buckets: 8 KiB of stack */
+/* Up to this many timers, 512 buckets hold ~4 each: one insertion pass. */
+#define INSERT_MAX (4u << INSERT_BITS_MAX)
 
 /*
- * One pass for a slot of up to INSERT_MAX timers: each timer goes into one
- * of up to 512 buckets by its top key bits and is inserted in expiry order
- * (hence key order) into that bucket, usually at the tail. The bucket's
- * timers were touched a few hundred timers ago, so the walk stays in cache;
- * a second LSD pass would instead revisit every timer cold, in random order.
+ * Sort the list at *@head, of @n timers whose keys differ only in their low
+ * @bits bits, by key in one pass: each timer goes into one of up to 512
+ * buckets by its top key bits and is inserted in expiry order (hence key
+ * order) into that bucket, usually at its tail, since buckets hold ~4
+ * timers. When the buckets are whole keys nothing needs inserting. The list
+ * was touched moments ago, by the split, so it is in cache. Returns the
+ * last node's ->next.
  */
-#define INSERT_MAX 16384
-
-static void bucket_insert_pass(struct wheel_link **head, unsigned tick_shift,
-			       unsigned shift, unsigned nr)
+static struct wheel_link **bucket_insert_pass(struct wheel_link **head,
+					      unsigned tick_shift,
+					      unsigned bits, size_t n)
 {
-	struct wheel_link *bucket[1u << RADIX_MAX_BITS];
-	struct wheel_link *last[1u << RADIX_MAX_BITS];
+	struct wheel_link *bucket[1u << INSERT_BITS_MAX];
+	struct wheel_link *last[1u << INSERT_BITS_MAX];
 	struct wheel_link *node, *next, **link = head;
-	unsigned i;
+	unsigned top = 1, shift, nr, i;
 
+	while (top < INSERT_BITS_MAX && top < bits && (n >> (top + 2)))
+		top++;
+	shift = bits - top;
+	nr = 1u << top;
 	for (i = 0; i < nr; i++)
 		bucket[i] = NULL;
 	for (node = *head; node; node = next) {
@@ -141,8 +116,8 @@ static void bucket_insert_pass(struct wheel_link **head, unsigned tick_shift,
 		struct wheel_link **pos;
 
 		next = node->next;
-		__builtin_prefetch(next);
-		if (!bucket[d] || expires >= wheel_timer_of(last[d])->expires) {
+		if (!bucket[d] || !shift ||
+		    expires >= wheel_timer_of(last[d])->expires) {
 			pos = bucket[d] ? &last[d]->next : &bucket[d];
 			last[d] = node;
 		} else {
@@ -164,33 +139,75 @@ static void bucket_insert_pass(struct wheel_link **head, unsigned tick_shift,
 		link = &last[i]->next;
 	}
 	*link = NULL;
+	return link;
+}
+
+static struct wheel_link **split_pass(struct wheel_link **head,
+				      unsigned tick_shift, unsigned bits);
+
+/*
+ * bucket_insert_pass(), or for a longer list with enough key bits, a split
+ * first: in one pass, a bucket's insertion walk would grow with the list.
+ */
+static struct wheel_link **sort_part(struct wheel_link **head,
+				     unsigned tick_shift, unsigned bits,
+				     size_t n)
+{
+	if (n > INSERT_MAX && bits > WHEEL_LVL_BITS)
+		return split_pass(head, tick_shift, bits);
+	return bucket_insert_pass(head, tick_shift, bits, n);
+}
+
+/*
+ * Split the list at *@head, whose keys differ only in their low @bits
+ * (>= 6) bits, into 64 parts by the top 6 of them, in one stable walk that
+ * counts each part; then sort each part on its own. Returns the last node's
+ * ->next.
+ */
+static struct wheel_link **split_pass(struct wheel_link **head,
+				      unsigned tick_shift, unsigned bits)
+{
+	struct wheel_link *first[WHEEL_SLOTS], **tail[WHEEL_SLOTS];
+	struct wheel_link *node, *next, **link = head;
+	unsigned shift = bits - WHEEL_LVL_BITS;
+	size_t count[WHEEL_SLOTS];
+	uint64_t used = 0; /* parts with a timer: only those are set up */
+
+	for (node = *head; node; node = next) {
+		uint64_t key =
+			wheel_key_of(wheel_timer_of(node)->expires, tick_shift);
+		unsigned d = (key >> shift) & SLOT_MASK;
+
+		next = node->next;
+		if (used & (1ull << d)) {
+			*tail[d] = node;
+			node->pprev = tail[d];
+			count[d]++;
+		} else {
+			used |= 1ull << d;
+			first[d] = node;
+			node->pprev = &first[d];
+			count[d] = 1;
+		}
+		tail[d] = &node->next;
+	}
+	for (; used; used &= used - 1) {
+		unsigned i = __builtin_ctzll(used);
+
+		*tail[i] = NULL;
+		*link = first[i];
+		first[i]->pprev = link;
+		if (count[i] > 1 && shift)
+			link = sort_part(link, tick_shift, shift, count[i]);
+		else
+			link = tail[i];
+	}
+	*link = NULL;
+	return link;
 }
 
 void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
 		     unsigned bits, size_t n)
 {
-	unsigned passes, digit, shift, top;
-
-	if (!*head || !(*head)->next || !bits)
-		return;
-	if (n <= INSERT_MAX) {
-		/*
-		 * Buckets of ~4 timers up to 512 buckets, by the top key
-		 * bits; expiry order within a bucket is key order.
-		 */
-		top = 1;
-		while (top < RADIX_MAX_BITS && top < bits && (n >> (top + 2)))
-			top++;
-		bucket_insert_pass(head, tick_shift, bits - top, 1u << top);
-		return;
-	}
-	/*
-	 * Keys of a level-L slot differ only in their low 6L bits: sort on
-	 * those, in as few passes of up to RADIX_MAX_BITS as possible
-	 * (two for a level-3 slot).
-	 */
-	passes = (bits + RADIX_MAX_BITS - 1) / RADIX_MAX_BITS;
-	digit = (bits + passes - 1) / passes;
-	for (shift = 0; shift < bits; shift += digit)
-		radix_pass(head, tick_shift, shift, 1u << digit);
+	sort_part(head, tick_shift, bits, n);
 }

@@ -521,20 +521,22 @@ static uint64_t ceil_tick(uint64_t ns)
 }
 
 /*
- * A big coarse slot: the wake-up query sorts it once (one-pass bucket sort
- * up to 16384 timers, radix sort beyond), and then reads the earliest after
- * each delete. Arms into the sorted slot, in order and out of order, and
- * same-tick modifies must keep every answer exact. The model is a brute
- * force minimum over the pending timers.
+ * A big coarse slot: the wake-up query sorts it once (bucket-sorted in one
+ * pass up to 2048 timers; a longer list is first split 64 ways by its top
+ * key bits, a part that is still that long split again), and
+ * then reads the earliest after each delete. Arms into the sorted slot, in
+ * order and out of order, and same-tick modifies must keep every answer
+ * exact. The model is a brute force minimum over the pending timers.
+ * Expiries are uniform over the first @span ns of the slot.
  */
-static void big_slot_case(unsigned n, unsigned steps)
+static void big_slot_case(unsigned n, unsigned steps, uint64_t span)
 {
 	struct wheel *w = calloc(1, sizeof(*w));
 	struct wheel_timer *t = calloc(n, sizeof(*t));
 	uint64_t *exp = calloc(n, sizeof(*exp));
 	bool *on = calloc(n, sizeof(*on));
 	/* Level 3 at the default tick: keys 2^18..2^19 ticks ahead. */
-	uint64_t base = (1ull << 30) + (1ull << 28), span = 1ull << 28;
+	uint64_t base = (1ull << 30) + (1ull << 28);
 	unsigned i, step;
 
 	cr_assert(w && t && exp && on);
@@ -592,16 +594,18 @@ static void big_slot_case(unsigned n, unsigned steps)
 
 Test(timers_edges, big_coarse_slot_bucket_sorted)
 {
-	big_slot_case(3000, 6000);
+	/* 4000 hard timers over the whole 2^18-tick slot: one split. */
+	big_slot_case(6000, 6000, 1ull << 28);
 }
 
-Test(timers_edges, huge_coarse_slot_radix_sorted)
+Test(timers_edges, huge_coarse_slot_part_split_again)
 {
 	/*
-	 * 20000 hard timers: past the one-pass limit. The brute-force model
-	 * is O(n) a step, so fewer steps.
+	 * 20000 hard timers in 2^12 ticks, i.e. one part of the first
+	 * split: still past the one-pass limit, so it is split again. The
+	 * brute-force model is O(n) a step, so fewer steps.
 	 */
-	big_slot_case(30000, 3000);
+	big_slot_case(30000, 3000, 1ull << 22);
 }
 
 /*
