@@ -619,7 +619,7 @@ Test(timers_edges, whole_coarse_slot_runs_in_order_across_bases)
 	static const uint64_t ticks[] = { 900, 17, 900, 4000, 17, 2048, 17, 4095 };
 	static const uint64_t in_order[] = { 17, 900, 2048, 4000, 4095 };
 	struct fixture *f = fixture_new(0, 0);
-	uint64_t base = 1ull << 18; /* level 2 from a clock at 0 */
+	uint64_t base = 1ull << 12; /* level 2, slot 1, from a clock at 0 */
 	struct probe p[8];
 	int want[8];
 	unsigned i, j, k = 0;
