@@ -168,6 +168,61 @@ static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 }
 
 /*
+ * Put the NULL-terminated chain @l, the timers of one due slot at @level
+ * (>= 1), in run order; returns its first node and sets *@last_link to the
+ * last node's ->next. The timers are bucketed by the next digit of their
+ * keys (the key itself at level 1): buckets are in key order and usually
+ * hold one timer, so only a bucket that holds more is sorted. A merge sort
+ * of the whole slot would cost a compare per timer whose outcome is data,
+ * a mispredicted branch every other time; a bucket is an index. Only the
+ * buckets in `used` are set up, so nothing is cleared first.
+ *
+ * The digit is one shift of expires + tick - 1: a due key is below
+ * 2^(64 - tick_shift), so the shift is < 64, and no due expiry lies in the
+ * last tick of time, so the sum does not wrap.
+ */
+static struct wheel_link *order_slot(struct wheel_link *l, unsigned level,
+				     uint64_t tick_mask, unsigned tick_shift,
+				     struct wheel_link ***last_link)
+{
+	struct wheel_link *first[WHEEL_SLOTS], **end[WHEEL_SLOTS];
+	struct wheel_link *chain, **tail = &chain, *next;
+	unsigned digit_shift = tick_shift + (level - 1) * WHEEL_LVL_BITS;
+	uint64_t used = 0, multi = 0;
+
+	for (; l; l = next) {
+		unsigned d = ((wheel_timer_of(l)->expires + tick_mask) >>
+			      digit_shift) &
+			     SLOT_MASK;
+		uint64_t bit = 1ull << d;
+
+		next = l->next;
+		if (used & bit) {
+			*end[d] = l;
+			l->pprev = end[d];
+			multi |= bit;
+		} else {
+			first[d] = l;
+			used |= bit;
+		}
+		end[d] = &l->next;
+	}
+	for (; used; used &= used - 1) {
+		unsigned d = __builtin_ctzll(used);
+		struct wheel_link *b = first[d], **b_end = end[d];
+
+		*b_end = NULL;
+		if (multi & (1ull << d))
+			b = wheel_chain_sort(b, &b_end);
+		*tail = b;
+		b->pprev = tail;
+		tail = b_end;
+	}
+	*last_link = tail;
+	return chain;
+}
+
+/*
  * Detach the slots @due (a bit mask) of @base at @level and chain their
  * timers in run order at @chain, marked due: slot by slot, which is key
  * order, sorting only a slot that holds more than one timer. Returns the
@@ -201,7 +256,11 @@ static struct wheel_link **take_slots(struct wheel *w, unsigned base,
 			tail = &l->next;
 		}
 		if ((*slot_start)->next) {
-			*slot_start = wheel_chain_sort(*slot_start, &tail);
+			*slot_start =
+				level ? order_slot(*slot_start, level,
+						   w->tick_mask, w->tick_shift,
+						   &tail) :
+					wheel_chain_sort(*slot_start, &tail);
 			(*slot_start)->pprev = slot_start;
 		}
 	}
