@@ -91,8 +91,8 @@ struct wheel_link *wheel_chain_sort(struct wheel_link *chain,
  * buckets by its top key bits and is inserted in expiry order (hence key
  * order) into that bucket, usually at its tail, since buckets hold ~4
  * timers. When the buckets are whole keys nothing needs inserting. The list
- * was touched moments ago, by the split, so it is in cache. Returns the
- * last node's ->next.
+ * was walked moments ago (to count it, or by the split), so it is in cache.
+ * Returns the last node's ->next.
  */
 static struct wheel_link **bucket_insert_pass(struct wheel_link **head,
 					      unsigned tick_shift,
