@@ -289,14 +289,20 @@ phase void wheel_phase_mod_far(struct workload *wl)
 	wheel_mod_all(wl, wl->far);
 }
 
-phase void wheel_phase_del(struct workload *wl)
+/* Delete the timers @order[0..n), in that order. */
+static hot_phase void wheel_del_all(struct workload *wl, const size_t *order,
+				    size_t n)
 {
 	struct wheel *w = wl->w;
 	struct wheel_timer *wt = wl->wt;
-	const size_t *order = wl->shuffled;
 
-	for (size_t i = 0, n = wl->n; i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		wheel_del(w, &wt[order[i]]);
+}
+
+phase void wheel_phase_del(struct workload *wl)
+{
+	wheel_del_all(wl, wl->shuffled, wl->n);
 }
 
 phase void wheel_phase_del_earliest_query(struct workload *wl)
@@ -313,12 +319,7 @@ phase void wheel_phase_del_earliest_query(struct workload *wl)
 
 phase void wheel_phase_del_earliest(struct workload *wl)
 {
-	struct wheel *w = wl->w;
-	struct wheel_timer *wt = wl->wt;
-	const size_t *order = wl->hard_in_order;
-
-	for (size_t i = 0, n = wl->nr_hard; i < n; i++)
-		wheel_del(w, &wt[order[i]]);
+	wheel_del_all(wl, wl->hard_in_order, wl->nr_hard);
 }
 
 phase void wheel_phase_expire(struct workload *wl)
