@@ -7,9 +7,9 @@
  * all on one vector, then alternates busy stretches and halts for
  * seconds=N (default 1). Each vCPU then stops every slot and checks that
  * no tick arrives after a fence (a one-shot on a lower vector, which lull
- * delivers after anything the storm still owed). It passes if every vCPU got ticks and the
- * VMM kept answering; what it measures is that lull survives, with
- * bounded work per wake, and keeps the guest's time moving.
+ * delivers after anything the storm still owed). It passes if every vCPU
+ * got ticks and the VMM kept answering; what it measures is that lull
+ * survives, with bounded work per wake, and keeps the guest's time moving.
  *   storm: PASS vcpus=N slots=S seconds=T ticks=..
  */
 #include "guest.h"
@@ -86,11 +86,11 @@ void guest_ap_main(unsigned id)
 	smp_wait_gate(); /* until vCPU 0 has set up */
 	late = storm(id);
 
-	if (late)
+	if (late) {
 		printf("storm: vcpu %u: %lu ticks after every slot was stopped\n",
 		       id, late);
-	if (late)
 		__atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED);
+	}
 	__atomic_fetch_add(&finished, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		cli();

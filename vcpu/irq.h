@@ -5,8 +5,8 @@
  * edge (raising a pending vector again merges into it), delivered highest
  * vector first (staged in kvm_run's synced events, or KVM_INTERRUPT). A
  * vector may owe several deliveries (the "all" missed-ticks policy); that
- * count is capped so a guest cannot make it grow without bound. Owned by the vCPU thread; other threads post vectors
- * through vcpu_post_vector().
+ * count is capped so a guest cannot make it grow without bound. Owned by
+ * the vCPU thread; other threads post vectors through vcpu_post_vector().
  */
 #ifndef LULL_IRQ_H
 #define LULL_IRQ_H
