@@ -169,7 +169,8 @@ static hot_inline void arm(struct wheel *w, struct wheel_timer *t,
 	if (unlikely(wake < w->next_hard))
 		w->next_hard = wake;
 	t->expires = expires;
-	t->wake = wake;
+	if (base == WHEEL_BASE_TOLERANT)
+		t->wake = wake;
 	t->priv = (t->priv & PRIV_DEFERRABLE) |
 		  (uint64_t)base << PRIV_BASE_SHIFT | TIMER_IN_SLOT | w->seq;
 	w->seq += PRIV_SEQ_ONE;
@@ -313,8 +314,10 @@ coarse_slot_min_at(struct wheel *w, unsigned base, unsigned level, size_t g)
 	uint64_t best = WHEEL_NEVER;
 	size_t n = 0;
 
-	for (l = *head; l && n <= SLOT_SORT_ONE_PASS_MAX; l = l->next, n++)
+	for (l = *head; l && n <= SLOT_SORT_ONE_PASS_MAX; l = l->next, n++) {
+		wheel_prefetch_ahead(l);
 		best = min_u64(best, wheel_timer_of(l)->expires);
+	}
 	if (n <= SCAN_MAX)
 		return ceil_tick(w, best);
 	wheel_slot_sort(head, w->tick_shift, level * WHEEL_LVL_BITS, n);

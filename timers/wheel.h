@@ -94,8 +94,16 @@ struct wheel_timer {
 	 * expiries). timers/wheel_internal.h has the layout.
 	 */
 	uint64_t priv;
-	/* Tolerant base only: ceil_tick(expires + tolerance), its wake. */
-	uint64_t wake;
+	union {
+		/* Tolerant base: ceil_tick(expires + tolerance), its wake. */
+		uint64_t wake;
+		/*
+		 * Other bases: the node two ahead in the slot list when this
+		 * one was linked, so that walks can prefetch it. Only ever
+		 * prefetched, never followed: it goes stale when nodes move.
+		 */
+		struct wheel_link *ahead;
+	};
 	wheel_timer_fn fn;
 };
 

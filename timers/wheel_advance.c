@@ -65,8 +65,11 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 	l->next = first;
 	l->pprev = head;
 	*head = l;
-	if (first)
+	if (first) {
 		first->pprev = &l->next;
+		if (base != WHEEL_BASE_TOLERANT)
+			wheel_timer_of(l)->ahead = first->next;
+	}
 	*occupied |= 1ull << digit;
 }
 
@@ -80,6 +83,7 @@ static hot_inline void place_list(struct wheel *w, unsigned base,
 	struct wheel_link *next;
 
 	for (; l; l = next) {
+		wheel_prefetch_ahead(l);
 		next = l->next;
 		place_again(w, base, slots, digit_shift, occupied, l, clk,
 			    tick_mask, tick_shift);
@@ -150,6 +154,8 @@ static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 	struct wheel_link *b = detach_slot(w, base_b, level), *next_a, *next_b;
 
 	while (a && b) {
+		wheel_prefetch_ahead(a);
+		wheel_prefetch_ahead(b);
 		next_a = a->next;
 		next_b = b->next;
 		place_again(w, base_a, slots_a, digit_shift, &occupied_a, a,
@@ -252,6 +258,7 @@ static struct wheel_link **take_slots(struct wheel *w, unsigned base,
 		for (; l; l = l->next) {
 			struct wheel_timer *t = wheel_timer_of(l);
 
+			wheel_prefetch_ahead(l);
 			t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
 			tail = &l->next;
 		}

@@ -133,6 +133,8 @@ static hot_inline void wheel_slot_link(struct wheel *w, unsigned base, size_t g,
 	*head = node;
 	if (likely(first)) {
 		first->pprev = &node->next;
+		if (base != WHEEL_BASE_TOLERANT)
+			wheel_timer_of(node)->ahead = first->next;
 	} else {
 		unsigned level = idx / WHEEL_SLOTS;
 
@@ -140,6 +142,20 @@ static hot_inline void wheel_slot_link(struct wheel *w, unsigned base, size_t g,
 			1ull << (idx & SLOT_MASK);
 		w->level_mask[base] |= 1ull << level;
 	}
+}
+
+/*
+ * Start loading the timer two ahead of @l in its list, so that a walk of
+ * timers that left the cache has two misses in flight instead of one. The
+ * hint is set when a timer is linked at a slot's head, from the old first
+ * timer, which is usually the one linked there last and still in cache; it
+ * goes stale when a sort reorders the list or a timer moves, and in the
+ * tolerant base it is a wake time. A prefetch never faults, so a wrong
+ * hint costs a useless load, nothing more.
+ */
+static hot_inline void wheel_prefetch_ahead(const struct wheel_link *l)
+{
+	__builtin_prefetch(wheel_timer_of((struct wheel_link *)l)->ahead);
 }
 
 /* Slot @g has just become empty. */

@@ -181,6 +181,7 @@ static struct wheel_link **split_pass(struct wheel_link **head,
 			wheel_key_of(wheel_timer_of(node)->expires, tick_shift);
 		unsigned d = (key >> shift) & SLOT_MASK;
 
+		wheel_prefetch_ahead(node);
 		next = node->next;
 		if (used & (1ull << d)) {
 			*tail[d] = node;
