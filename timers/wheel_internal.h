@@ -194,10 +194,11 @@ struct wheel_link **wheel_chain_merge(struct wheel_link **link,
  * their keys differ only in their low @bits bits (the 6L of a level-L
  * slot, L >= 1). Past SLOT_SORT_ONE_PASS_MAX timers the sort counts for
  * itself, so @n may then be any number above it: a caller can stop
- * counting there.
+ * counting there. @hints: the timers' ->ahead is free for prefetch hints
+ * (false in the tolerant base, where that field is the wake).
  */
 #define SLOT_SORT_ONE_PASS_MAX 2048
 void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
-		     unsigned bits, size_t n);
+		     unsigned bits, size_t n, bool hints);
 
 #endif /* LULL_TIMERS_WHEEL_INTERNAL_H */

@@ -13,7 +13,9 @@
  * O(1). The sort buckets the slot by its top key bits, ~4 timers a bucket,
  * inserting each timer in order into its bucket; a slot of more than 2048
  * timers is first split 64 ways by its top key bits, and each part sorted
- * so (split again if it is still that long).
+ * so (split again if it is still that long). The split leaves each part
+ * with fresh prefetch hints (->ahead), so that the part's own walk, from
+ * the L2 or further, keeps two misses in flight.
  */
 #include <assert.h>
 
@@ -118,6 +120,7 @@ static struct wheel_link **bucket_insert_pass(struct wheel_link **head,
 			(wheel_key_of(expires, tick_shift) >> shift) & (nr - 1);
 		struct wheel_link **pos;
 
+		wheel_prefetch_ahead(node);
 		next = node->next;
 		if (!bucket[d] || !shift ||
 		    expires >= wheel_timer_of(last[d])->expires) {
@@ -146,7 +149,8 @@ static struct wheel_link **bucket_insert_pass(struct wheel_link **head,
 }
 
 static struct wheel_link **split_pass(struct wheel_link **head,
-				      unsigned tick_shift, unsigned bits);
+				      unsigned tick_shift, unsigned bits,
+				      bool hints);
 
 /*
  * bucket_insert_pass(), or for a longer list with enough key bits, a split
@@ -154,10 +158,10 @@ static struct wheel_link **split_pass(struct wheel_link **head,
  */
 static struct wheel_link **sort_part(struct wheel_link **head,
 				     unsigned tick_shift, unsigned bits,
-				     size_t n)
+				     size_t n, bool hints)
 {
 	if (n > INSERT_MAX && bits > WHEEL_LVL_BITS)
-		return split_pass(head, tick_shift, bits);
+		return split_pass(head, tick_shift, bits, hints);
 	return bucket_insert_pass(head, tick_shift, bits, n);
 }
 
@@ -168,10 +172,19 @@ static struct wheel_link **sort_part(struct wheel_link **head,
  * ->next.
  */
 static struct wheel_link **split_pass(struct wheel_link **head,
-				      unsigned tick_shift, unsigned bits)
+				      unsigned tick_shift, unsigned bits,
+				      bool hints)
 {
 	struct wheel_link *first[WHEEL_SLOTS], **tail[WHEEL_SLOTS];
 	struct wheel_link *node, *next, **link = head;
+	/*
+	 * Per part, the timer two behind the one being appended, whose
+	 * ->ahead gets it: the parts are walked next, and their old hints
+	 * point across parts. Where there is no such timer, or the base
+	 * keeps wakes in that field, the store goes to @spare.
+	 */
+	struct wheel_timer spare;
+	struct wheel_link *behind[WHEEL_SLOTS];
 	unsigned shift = bits - WHEEL_LVL_BITS;
 	size_t count[WHEEL_SLOTS];
 	uint64_t used = 0; /* parts with a timer: only those are set up */
@@ -187,11 +200,16 @@ static struct wheel_link **split_pass(struct wheel_link **head,
 			*tail[d] = node;
 			node->pprev = tail[d];
 			count[d]++;
+			wheel_timer_of(behind[d])->ahead = node;
+			/* The last timer: ->next is a link's first field. */
+			behind[d] = hints ? (struct wheel_link *)tail[d] :
+					    &spare.link;
 		} else {
 			used |= 1ull << d;
 			first[d] = node;
 			node->pprev = &first[d];
 			count[d] = 1;
+			behind[d] = &spare.link;
 		}
 		tail[d] = &node->next;
 	}
@@ -202,7 +220,8 @@ static struct wheel_link **split_pass(struct wheel_link **head,
 		*link = first[i];
 		first[i]->pprev = link;
 		if (count[i] > 1 && shift)
-			link = sort_part(link, tick_shift, shift, count[i]);
+			link = sort_part(link, tick_shift, shift, count[i],
+					 hints);
 		else
 			link = tail[i];
 	}
@@ -211,8 +230,8 @@ static struct wheel_link **split_pass(struct wheel_link **head,
 }
 
 void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
-		     unsigned bits, size_t n)
+		     unsigned bits, size_t n, bool hints)
 {
 	/* Past INSERT_MAX, n is a lower bound: the split counts each part. */
-	sort_part(head, tick_shift, bits, n);
+	sort_part(head, tick_shift, bits, n, hints);
 }

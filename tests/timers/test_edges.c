@@ -621,6 +621,61 @@ Test(timers_edges, huge_coarse_slot_part_split_again)
 }
 
 /*
+ * The any-kind query sorts a big coarse slot of the tolerant base too.
+ * There the field that carries the other bases' prefetch hints holds each
+ * timer's wake, which the sort must leave alone: every hard answer after
+ * it must still be the earliest expiry + slack. Deleting the timer that
+ * gave the answer, again and again, reads many wakes.
+ */
+Test(timers_edges, big_tolerant_slot_sort_keeps_wakes)
+{
+	enum { N = 3000, STEPS = 200 };
+	struct wheel *w = calloc(1, sizeof(*w));
+	struct wheel_timer *t = calloc(N, sizeof(*t));
+	uint64_t *wake = calloc(N, sizeof(*wake));
+	uint64_t *exp = calloc(N, sizeof(*exp));
+	bool *on = calloc(N, sizeof(*on));
+	uint64_t base = (1ull << 30) + (1ull << 28); /* level 3, as above */
+	unsigned i, step;
+
+	cr_assert(w && t && wake && exp && on);
+	wheel_init(w, 1ull << 30, 0);
+	for (i = 0; i < N; i++) {
+		uint64_t slack = 1 + edge_rand() % (1ull << 20);
+
+		wheel_timer_init(&t[i], on_expiry, 0);
+		exp[i] = base + edge_rand() % (1ull << 28);
+		wake[i] = ceil_tick(exp[i] + slack);
+		wheel_add(w, &t[i], exp[i], slack);
+		on[i] = true;
+	}
+	for (step = 0; step < STEPS; step++) {
+		uint64_t want = WHEEL_NEVER, any = WHEEL_NEVER;
+		unsigned first = 0;
+
+		for (i = 0; i < N; i++) {
+			if (!on[i])
+				continue;
+			if (ceil_tick(exp[i]) < any)
+				any = ceil_tick(exp[i]);
+			if (wake[i] < want) {
+				want = wake[i];
+				first = i;
+			}
+		}
+		cr_assert_eq(wheel_next_expiry(w), any, "step %u", step);
+		cr_assert_eq(wheel_next_hard_expiry(w), want, "step %u", step);
+		wheel_del(w, &t[first]);
+		on[first] = false;
+	}
+	free(w);
+	free(t);
+	free(wake);
+	free(exp);
+	free(on);
+}
+
+/*
  * A level-2 slot (4096 ticks) that one advance passes whole is collected
  * without cascading, from the hard and the deferred base together: the
  * timers still run in (expiry, arm order) across both kinds and across the
