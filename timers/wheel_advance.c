@@ -38,7 +38,10 @@ static hot_inline uint64_t base_event(const struct wheel *w, unsigned base,
  * there (@digit_shift = (L - 1) * 6; @slots is that level of its base),
  * unless that digit is zero too: then lower, by the general rule. The
  * common case needs no level computation, and its occupancy bit is
- * gathered in *@occupied, stored once by the caller.
+ * gathered in *@occupied, stored once by the caller. Whether the slot was
+ * empty is data (at N = 1e5 one timer in six opens its level-1 slot), so
+ * instead of a branch an empty slot's back link goes to @spare, a link
+ * whose ->next stays NULL.
  *
  * expires + tick - 1 cannot overflow: only the saturated key's timers have
  * such expiries, and the clock never reaches their slot, so they never
@@ -48,7 +51,8 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 				   struct wheel_link **slots,
 				   unsigned digit_shift, uint64_t *occupied,
 				   struct wheel_link *l, uint64_t clk,
-				   uint64_t tick_mask, unsigned tick_shift)
+				   uint64_t tick_mask, unsigned tick_shift,
+				   struct wheel_link *spare)
 {
 	uint64_t key = (wheel_timer_of(l)->expires + tick_mask) >> tick_shift;
 	unsigned digit = (key >> digit_shift) & SLOT_MASK;
@@ -65,11 +69,10 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 	l->next = first;
 	l->pprev = head;
 	*head = l;
-	if (first) {
-		first->pprev = &l->next;
-		if (base != WHEEL_BASE_TOLERANT)
-			wheel_timer_of(l)->ahead = first->next;
-	}
+	first = first ? first : spare;
+	first->pprev = &l->next;
+	if (base != WHEEL_BASE_TOLERANT)
+		wheel_timer_of(l)->ahead = first->next;
 	*occupied |= 1ull << digit;
 }
 
@@ -78,7 +81,8 @@ static hot_inline void place_list(struct wheel *w, unsigned base,
 				  struct wheel_link **slots,
 				  unsigned digit_shift, uint64_t *occupied,
 				  struct wheel_link *l, uint64_t clk,
-				  uint64_t tick_mask, unsigned tick_shift)
+				  uint64_t tick_mask, unsigned tick_shift,
+				  struct wheel_link *spare)
 {
 	struct wheel_link *next;
 
@@ -86,7 +90,7 @@ static hot_inline void place_list(struct wheel *w, unsigned base,
 		wheel_prefetch_ahead(l);
 		next = l->next;
 		place_again(w, base, slots, digit_shift, occupied, l, clk,
-			    tick_mask, tick_shift);
+			    tick_mask, tick_shift, spare);
 	}
 }
 
@@ -125,10 +129,10 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
 	unsigned digit_shift = (level - 1) * WHEEL_LVL_BITS;
 	struct wheel_link **slots =
 		&w->slot[base * WHEEL_BASE_SLOTS + (level - 1) * WHEEL_SLOTS];
-	struct wheel_link *l = detach_slot(w, base, level);
+	struct wheel_link *l = detach_slot(w, base, level), spare = { 0 };
 
 	place_list(w, base, slots, digit_shift, &occupied, l, clk, tick_mask,
-		   tick_shift);
+		   tick_shift, &spare);
 	mark_below(w, base, level, occupied);
 }
 
@@ -152,6 +156,7 @@ static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 		&w->slot[base_b * WHEEL_BASE_SLOTS + below];
 	struct wheel_link *a = detach_slot(w, base_a, level);
 	struct wheel_link *b = detach_slot(w, base_b, level), *next_a, *next_b;
+	struct wheel_link spare = { 0 };
 
 	while (a && b) {
 		wheel_prefetch_ahead(a);
@@ -159,29 +164,30 @@ static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 		next_a = a->next;
 		next_b = b->next;
 		place_again(w, base_a, slots_a, digit_shift, &occupied_a, a,
-			    clk, tick_mask, tick_shift);
+			    clk, tick_mask, tick_shift, &spare);
 		place_again(w, base_b, slots_b, digit_shift, &occupied_b, b,
-			    clk, tick_mask, tick_shift);
+			    clk, tick_mask, tick_shift, &spare);
 		a = next_a;
 		b = next_b;
 	}
 	place_list(w, base_a, slots_a, digit_shift, &occupied_a, a, clk,
-		   tick_mask, tick_shift);
+		   tick_mask, tick_shift, &spare);
 	place_list(w, base_b, slots_b, digit_shift, &occupied_b, b, clk,
-		   tick_mask, tick_shift);
+		   tick_mask, tick_shift, &spare);
 	mark_below(w, base_a, level, occupied_a);
 	mark_below(w, base_b, level, occupied_b);
 }
 
 /*
  * Put the NULL-terminated chain @l, the timers of one due slot at @level
- * (>= 1), in run order; returns its first node and sets *@last_link to the
- * last node's ->next. The timers are bucketed by the next digit of their
- * keys (the key itself at level 1): buckets are in key order and usually
- * hold one timer, so only a bucket that holds more is sorted. A merge sort
- * of the whole slot would cost a compare per timer whose outcome is data,
- * a mispredicted branch every other time; a bucket is an index. Only the
- * buckets in `used` are set up, so nothing is cleared first.
+ * (>= 1), in run order and mark them due (this is the one walk over the
+ * slot); returns its first node and sets *@last_link to the last node's
+ * ->next. The timers are bucketed by the next digit of their keys (the key
+ * itself at level 1): buckets are in key order and usually hold one timer,
+ * so only a bucket that holds more is sorted. A merge sort of the whole
+ * slot would cost a compare per timer whose outcome is data, a mispredicted
+ * branch every other time; a bucket is an index. Only the buckets in
+ * `used` are set up, so nothing is cleared first.
  *
  * The digit is one shift of expires + tick - 1: a due key is below
  * 2^(64 - tick_shift), so the shift is < 64, and no due expiry lies in the
@@ -197,12 +203,14 @@ static struct wheel_link *order_slot(struct wheel_link *l, unsigned level,
 	uint64_t used = 0, multi = 0;
 
 	for (; l; l = next) {
-		unsigned d = ((wheel_timer_of(l)->expires + tick_mask) >>
-			      digit_shift) &
-			     SLOT_MASK;
+		struct wheel_timer *t = wheel_timer_of(l);
+		unsigned d =
+			((t->expires + tick_mask) >> digit_shift) & SLOT_MASK;
 		uint64_t bit = 1ull << d;
 
+		wheel_prefetch_ahead(l);
 		next = l->next;
+		t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
 		if (used & bit) {
 			*end[d] = l;
 			l->pprev = end[d];
@@ -228,6 +236,19 @@ static struct wheel_link *order_slot(struct wheel_link *l, unsigned level,
 	return chain;
 }
 
+/* Mark the timers of the chain @l due; returns @l. */
+static struct wheel_link *mark_due(struct wheel_link *l)
+{
+	struct wheel_link *first = l;
+
+	for (; l; l = l->next) {
+		struct wheel_timer *t = wheel_timer_of(l);
+
+		t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
+	}
+	return first;
+}
+
 /*
  * Detach the slots @due (a bit mask) of @base at @level and chain their
  * timers in run order at @chain, marked due: slot by slot, which is key
@@ -250,26 +271,19 @@ static struct wheel_link **take_slots(struct wheel *w, unsigned base,
 		w->sorted[base] = NO_SLOT;
 	for (; due; due &= due - 1) {
 		struct wheel_link **head = &w->slot[g0 + __builtin_ctzll(due)];
-		struct wheel_link *l = *head, **slot_start = tail;
+		struct wheel_link *l = *head, **end = &l->next;
 
 		*head = NULL;
+		if (!l->next)
+			mark_due(l);
+		else if (level)
+			l = order_slot(l, level, w->tick_mask, w->tick_shift,
+				       &end);
+		else
+			l = wheel_chain_sort(mark_due(l), &end);
 		*tail = l;
 		l->pprev = tail;
-		for (; l; l = l->next) {
-			struct wheel_timer *t = wheel_timer_of(l);
-
-			wheel_prefetch_ahead(l);
-			t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
-			tail = &l->next;
-		}
-		if ((*slot_start)->next) {
-			*slot_start =
-				level ? order_slot(*slot_start, level,
-						   w->tick_mask, w->tick_shift,
-						   &tail) :
-					wheel_chain_sort(*slot_start, &tail);
-			(*slot_start)->pprev = slot_start;
-		}
+		tail = end;
 	}
 	return tail;
 }
