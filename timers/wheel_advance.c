@@ -249,6 +249,21 @@ static struct wheel_link *mark_due(struct wheel_link *l)
 	return first;
 }
 
+/* The slots @due (a bit mask) of @base at @level are being emptied. */
+static hot_inline void unmark_slots(struct wheel *w, unsigned base,
+				    unsigned level, uint64_t due)
+{
+	size_t g0 = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS;
+	uint64_t *occupied = &w->occupied[base * WHEEL_LEVELS + level];
+
+	*occupied &= ~due;
+	if (!*occupied)
+		w->level_mask[base] &= ~(1ull << level);
+	if (w->sorted[base] - g0 < WHEEL_SLOTS &&
+	    due & (1ull << (w->sorted[base] - g0)))
+		w->sorted[base] = NO_SLOT;
+}
+
 /*
  * Detach the slots @due (a bit mask) of @base at @level and chain their
  * timers in run order at @chain, marked due: slot by slot, which is key
@@ -260,15 +275,9 @@ static struct wheel_link **take_slots(struct wheel *w, unsigned base,
 				      struct wheel_link **chain)
 {
 	size_t g0 = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS;
-	uint64_t *occupied = &w->occupied[base * WHEEL_LEVELS + level];
 	struct wheel_link **tail = chain;
 
-	*occupied &= ~due;
-	if (!*occupied)
-		w->level_mask[base] &= ~(1ull << level);
-	if (w->sorted[base] - g0 < WHEEL_SLOTS &&
-	    due & (1ull << (w->sorted[base] - g0)))
-		w->sorted[base] = NO_SLOT;
+	unmark_slots(w, base, level, due);
 	for (; due; due &= due - 1) {
 		struct wheel_link **head = &w->slot[g0 + __builtin_ctzll(due)];
 		struct wheel_link *l = *head, **end = &l->next;
@@ -324,6 +333,92 @@ static struct wheel_link **take_level(struct wheel *w, unsigned level,
 	end = wheel_chain_merge(tail, chain[0], chain[1]);
 	(*tail)->pprev = tail;
 	return end;
+}
+
+/*
+ * take_level() for a group whose keys all lie in [@first_key, @first_key +
+ * DENSE_KEYS): every timer, whatever its base, goes into the bucket of its
+ * own key. The buckets are then in run order as they stand, but for
+ * timers that share a key, which are sorted: no per-base chains to merge.
+ * Where due slots hold several timers (N = 1e5 in the benchmark) the merge
+ * was a coin toss per timer, a mispredicted branch every other time; here
+ * the only data-dependent branch is whether a key is already taken.
+ */
+#define DENSE_KEYS 256
+
+static struct wheel_link **take_dense(struct wheel *w, unsigned level,
+				      const uint64_t *due, uint64_t first_key,
+				      struct wheel_link **tail)
+{
+	struct wheel_link *first[DENSE_KEYS], **end[DENSE_KEYS];
+	uint64_t used[DENSE_KEYS / 64] = { 0 }, multi[DENSE_KEYS / 64] = { 0 };
+	uint64_t tick_mask = w->tick_mask;
+	unsigned tick_shift = w->tick_shift, base, word;
+
+	for (base = 0; base < WHEEL_NR_BASES; base++) {
+		size_t g0 = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS;
+		uint64_t slots = due[base];
+
+		if (!slots)
+			continue;
+		unmark_slots(w, base, level, slots);
+		for (; slots; slots &= slots - 1) {
+			struct wheel_link **head =
+				&w->slot[g0 + __builtin_ctzll(slots)];
+			struct wheel_link *l = *head, *next;
+
+			*head = NULL;
+			for (; l; l = next) {
+				struct wheel_timer *t = wheel_timer_of(l);
+				/* No wrap: see order_slot(). */
+				uint64_t key =
+					(t->expires + tick_mask) >> tick_shift;
+				/*
+				 * A timer armed in the past sits at the
+				 * clock's key but keeps its expiry: it goes
+				 * first, and the sort by expiry orders it.
+				 * Every other key is in range; the clamp
+				 * only keeps the stack safe regardless.
+				 */
+				uint64_t k =
+					key < first_key ? 0 : key - first_key;
+				uint64_t bit;
+
+				k = k < DENSE_KEYS ? k : DENSE_KEYS - 1;
+				bit = 1ull << (k % 64);
+
+				wheel_prefetch_ahead(l);
+				next = l->next;
+				t->priv = (t->priv & ~PRIV_STATE_MASK) |
+					  TIMER_DUE;
+				if (used[k / 64] & bit) {
+					*end[k] = l;
+					l->pprev = end[k];
+					multi[k / 64] |= bit;
+				} else {
+					first[k] = l;
+					used[k / 64] |= bit;
+				}
+				end[k] = &l->next;
+			}
+		}
+	}
+	for (word = 0; word < DENSE_KEYS / 64; word++) {
+		uint64_t keys;
+
+		for (keys = used[word]; keys; keys &= keys - 1) {
+			unsigned k = word * 64 + __builtin_ctzll(keys);
+			struct wheel_link *b = first[k], **b_end = end[k];
+
+			*b_end = NULL;
+			if (multi[word] & (1ull << (k % 64)))
+				b = wheel_chain_sort(b, &b_end);
+			*tail = b;
+			b->pprev = tail;
+			tail = b_end;
+		}
+	}
+	return tail;
 }
 
 /*
@@ -416,7 +511,14 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 					 0 :
 					 w->occupied[i * WHEEL_LEVELS + lvl] &
 						 due_slots(first, target, lvl);
-		tail = take_level(w, lvl, due, tail);
+		/*
+		 * Level 0 slots are single keys, so a level-0 group spans at
+		 * most 64 keys.
+		 */
+		if (lvl == 1 && target - first < DENSE_KEYS)
+			tail = take_dense(w, lvl, due, first, tail);
+		else
+			tail = take_level(w, lvl, due, tail);
 		for (i = 0; i < WHEEL_NR_BASES; i++)
 			if (due[i])
 				event[i] = base_event(w, i, &level[i]);
