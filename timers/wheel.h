@@ -83,8 +83,10 @@ struct wheel_timer {
 	 * Field order is about cache lines: in an array of 48-byte timers
 	 * (16-byte aligned), 16 bytes at a 16-byte offset never straddle two
 	 * lines and 32 bytes straddle for one timer in four. Walking a slot
-	 * reads ->expires and ->link.next: the first 16 bytes, always one line.
-	 * Arming, modifying and deleting touch only the first 32 bytes.
+	 * reads ->expires and ->link.next: the first 16 bytes, always one line
+	 * (and ->ahead, only to prefetch: off the walk's chain of misses).
+	 * Modifying and deleting touch only the first 32 bytes; arming also
+	 * writes ->ahead.
 	 */
 	uint64_t expires; /* absolute ns, as passed */
 	struct wheel_link link;
