@@ -35,7 +35,8 @@ static hot_inline uint64_t base_event(const struct wheel *w, unsigned base,
  * Place timer @l, of the level-L slot the clock has just reached, again.
  * The clock sits at the start of that slot, so its digits below L are all
  * zero, and the timer belongs at level L - 1 in the slot of its own digit
- * there (@digit_shift = (L - 1) * 6; @slots is that level of its base),
+ * there (the digit is bits @digit_shift.. of expires + tick - 1, i.e.
+ * @digit_shift = tick_shift + (L - 1) * 6; @slots is that level of its base),
  * unless that digit is zero too: then lower, by the general rule. The
  * common case needs no level computation, and its occupancy bit is
  * gathered in *@occupied, stored once by the caller. Whether the slot was
@@ -54,12 +55,12 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 				   uint64_t tick_mask, unsigned tick_shift,
 				   struct wheel_link *spare)
 {
-	uint64_t key = (wheel_timer_of(l)->expires + tick_mask) >> tick_shift;
-	unsigned digit = (key >> digit_shift) & SLOT_MASK;
+	uint64_t sum = wheel_timer_of(l)->expires + tick_mask;
+	unsigned digit = (sum >> digit_shift) & SLOT_MASK;
 	struct wheel_link **head, *first;
 
 	if (unlikely(!digit)) {
-		unsigned idx = wheel_slot_index(key, clk);
+		unsigned idx = wheel_slot_index(sum >> tick_shift, clk);
 
 		wheel_slot_link(w, base, base * WHEEL_BASE_SLOTS + idx, idx, l);
 		return;
@@ -126,7 +127,7 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
 {
 	uint64_t clk = w->clk, tick_mask = w->tick_mask, occupied = 0;
 	unsigned tick_shift = w->tick_shift;
-	unsigned digit_shift = (level - 1) * WHEEL_LVL_BITS;
+	unsigned digit_shift = tick_shift + (level - 1) * WHEEL_LVL_BITS;
 	struct wheel_link **slots =
 		&w->slot[base * WHEEL_BASE_SLOTS + (level - 1) * WHEEL_SLOTS];
 	struct wheel_link *l = detach_slot(w, base, level), spare = { 0 };
@@ -148,7 +149,7 @@ static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 	uint64_t clk = w->clk, tick_mask = w->tick_mask;
 	uint64_t occupied_a = 0, occupied_b = 0;
 	unsigned tick_shift = w->tick_shift;
-	unsigned digit_shift = (level - 1) * WHEEL_LVL_BITS;
+	unsigned digit_shift = tick_shift + (level - 1) * WHEEL_LVL_BITS;
 	size_t below = (level - 1) * WHEEL_SLOTS;
 	struct wheel_link **slots_a =
 		&w->slot[base_a * WHEEL_BASE_SLOTS + below];
