@@ -192,6 +192,11 @@ static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
 		cascade_two(w, base_a, base_b, level);
 }
 
+static hot_inline void mark_timer_due(struct wheel_timer *t)
+{
+	t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
+}
+
 /*
  * Put the NULL-terminated chain @l, the timers of one due slot at @level
  * (>= 1), in run order and mark them due (this is the one walk over the
@@ -224,7 +229,7 @@ static struct wheel_link *order_slot(struct wheel_link *l, unsigned level,
 
 		wheel_prefetch_ahead(l);
 		next = l->next;
-		t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
+		mark_timer_due(t);
 		if (used & bit) {
 			*end[d] = l;
 			l->pprev = end[d];
@@ -255,11 +260,8 @@ static struct wheel_link *mark_due(struct wheel_link *l)
 {
 	struct wheel_link *first = l;
 
-	for (; l; l = l->next) {
-		struct wheel_timer *t = wheel_timer_of(l);
-
-		t->priv = (t->priv & ~PRIV_STATE_MASK) | TIMER_DUE;
-	}
+	for (; l; l = l->next)
+		mark_timer_due(wheel_timer_of(l));
 	return first;
 }
 
@@ -403,8 +405,7 @@ static struct wheel_link **take_dense(struct wheel *w, unsigned level,
 
 				wheel_prefetch_ahead(l);
 				next = l->next;
-				t->priv = (t->priv & ~PRIV_STATE_MASK) |
-					  TIMER_DUE;
+				mark_timer_due(t);
 				if (used[k / 64] & bit) {
 					*end[k] = l;
 					l->pprev = end[k];
@@ -526,8 +527,9 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 					 w->occupied[i * WHEEL_LEVELS + lvl] &
 						 due_slots(first, target, lvl);
 		/*
-		 * Level 0 slots are single keys, so a level-0 group spans at
-		 * most 64 keys.
+		 * By key across the bases only at level 1, and only for a
+		 * group narrow enough for the buckets: level-0 slots are
+		 * single keys, and there take_level() measured cheaper.
 		 */
 		if (lvl == 1 && target - first < DENSE_KEYS)
 			tail = take_dense(w, lvl, due, first, tail);
