@@ -70,7 +70,7 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 	l->next = first;
 	l->pprev = head;
 	*head = l;
-	first = first ? first : spare;
+	first = wheel_link_or(first, spare);
 	first->pprev = &l->next;
 	if (base != WHEEL_BASE_TOLERANT)
 		wheel_timer_of(l)->ahead = first->next;
