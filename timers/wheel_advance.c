@@ -14,7 +14,14 @@
  *    first key, each one level down or more.
  * A timer therefore moves down a level only when the clock stops inside its
  * slot, which is what keeps hard timers exact to the tick.
+ *
+ * The usual advance, a short way within levels 0 and 1, skips the steps:
+ * take_near() buckets every due timer of those levels by key at once, and
+ * splits the level-1 slot the clock stops in as the cascade would have.
  */
+#include <assert.h>
+#include <string.h>
+
 #include "wheel.h"
 #include "wheel_internal.h"
 
@@ -352,91 +359,6 @@ static struct wheel_link **take_level(struct wheel *w, unsigned level,
 }
 
 /*
- * take_level() for a group whose keys all lie in [@first_key, @first_key +
- * DENSE_KEYS): every timer, whatever its base, goes into the bucket of its
- * own key. The buckets are then in run order as they stand, but for
- * timers that share a key, which are sorted: no per-base chains to merge.
- * Where due slots hold several timers (N = 1e5 in the benchmark) the merge
- * was a coin toss per timer, a mispredicted branch every other time; here
- * the only data-dependent branch is whether a key is already taken.
- */
-#define DENSE_KEYS 256
-
-static struct wheel_link **take_dense(struct wheel *w, unsigned level,
-				      const uint64_t *due, uint64_t first_key,
-				      struct wheel_link **tail)
-{
-	struct wheel_link *first[DENSE_KEYS], **end[DENSE_KEYS];
-	uint64_t used[DENSE_KEYS / 64] = { 0 }, multi[DENSE_KEYS / 64] = { 0 };
-	uint64_t tick_mask = w->tick_mask;
-	unsigned tick_shift = w->tick_shift, base, word;
-
-	for (base = 0; base < WHEEL_NR_BASES; base++) {
-		size_t g0 = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS;
-		uint64_t slots = due[base];
-
-		if (!slots)
-			continue;
-		unmark_slots(w, base, level, slots);
-		for (; slots; slots &= slots - 1) {
-			struct wheel_link **head =
-				&w->slot[g0 + __builtin_ctzll(slots)];
-			struct wheel_link *l = *head, *next;
-
-			*head = NULL;
-			for (; l; l = next) {
-				struct wheel_timer *t = wheel_timer_of(l);
-				/* No wrap: see order_slot(). */
-				uint64_t key =
-					(t->expires + tick_mask) >> tick_shift;
-				/*
-				 * A timer armed in the past sits at the
-				 * clock's key but keeps its expiry: it goes
-				 * first, and the sort by expiry orders it.
-				 * Every other key is in range; the clamp
-				 * only keeps the stack safe regardless.
-				 */
-				uint64_t k =
-					key < first_key ? 0 : key - first_key;
-				uint64_t bit;
-
-				k = k < DENSE_KEYS ? k : DENSE_KEYS - 1;
-				bit = 1ull << (k % 64);
-
-				wheel_prefetch_ahead(l);
-				next = l->next;
-				mark_timer_due(t);
-				if (used[k / 64] & bit) {
-					*end[k] = l;
-					l->pprev = end[k];
-					multi[k / 64] |= bit;
-				} else {
-					first[k] = l;
-					used[k / 64] |= bit;
-				}
-				end[k] = &l->next;
-			}
-		}
-	}
-	for (word = 0; word < DENSE_KEYS / 64; word++) {
-		uint64_t keys;
-
-		for (keys = used[word]; keys; keys &= keys - 1) {
-			unsigned k = word * 64 + __builtin_ctzll(keys);
-			struct wheel_link *b = first[k], **b_end = end[k];
-
-			*b_end = NULL;
-			if (multi[word] & (1ull << (k % 64)))
-				b = wheel_chain_sort(b, &b_end);
-			*tail = b;
-			b->pprev = tail;
-			tail = b_end;
-		}
-	}
-	return tail;
-}
-
-/*
  * Slots of @level (in the clock's block of that level) whose every key is
  * <= @target, as a bit mask.
  */
@@ -452,6 +374,200 @@ static hot_inline uint64_t due_slots(uint64_t clk, uint64_t target,
 	uint64_t n = ((target + 1) >> shift) - block;
 
 	return n >= WHEEL_SLOTS ? ~0ull : (1ull << n) - 1;
+}
+
+/*
+ * Buckets by key for take_near(): NEAR_KEYS due keys, counted from the
+ * group's first key, then one level-0 slot's worth per base for the timers
+ * of a partly due level-1 slot that are not due yet.
+ */
+#define NEAR_KEYS 256
+#define NEAR_BUCKETS (NEAR_KEYS + WHEEL_NR_BASES * WHEEL_SLOTS)
+#define NEAR_WORDS (NEAR_BUCKETS / 64)
+
+struct near_buckets {
+	struct wheel_link *first[NEAR_BUCKETS], **end[NEAR_BUCKETS];
+	uint64_t used[NEAR_WORDS], multi[NEAR_WORDS];
+};
+
+/* Append @l to bucket @k (its chain ends open: ->next is set later). */
+static hot_inline void near_append(struct near_buckets *b, unsigned k,
+				   struct wheel_link *l)
+{
+	uint64_t bit = 1ull << (k % 64);
+
+	if (b->used[k / 64] & bit) {
+		*b->end[k] = l;
+		l->pprev = b->end[k];
+		b->multi[k / 64] |= bit;
+	} else {
+		b->first[k] = l;
+		b->used[k / 64] |= bit;
+	}
+	b->end[k] = &l->next;
+}
+
+/*
+ * Bucket the timers of wholly due slot list @l, all due, by key - @origin.
+ * A timer armed in the past sits at the clock's key but keeps its expiry:
+ * it goes first, and the sort by expiry orders it. Every other key is in
+ * range; the clamp only keeps the stack safe regardless. No wrap in the
+ * sum: keys of levels 0 and 1 are never the saturated key.
+ */
+static hot_inline void near_take_all(struct near_buckets *b,
+				     struct wheel_link *l, uint64_t origin,
+				     uint64_t tick_mask, unsigned tick_shift)
+{
+	struct wheel_link *next;
+
+	for (; l; l = next) {
+		struct wheel_timer *t = wheel_timer_of(l);
+		uint64_t key = (t->expires + tick_mask) >> tick_shift;
+		uint64_t k = key < origin ? 0 : key - origin;
+
+		k = k < NEAR_KEYS ? k : NEAR_KEYS - 1;
+		wheel_prefetch_ahead(l);
+		next = l->next;
+		mark_timer_due(t);
+		near_append(b, k, l);
+	}
+}
+
+/*
+ * Bucket the timers of @base's level-1 slot @l that holds @target: those
+ * with key <= @target are due, by key; the others go to @base's bucket of
+ * their level-0 slot, which they take when the clock stops at @target. Due
+ * or not is a coin toss per timer, so it picks the bucket and the state
+ * without a branch.
+ */
+static hot_inline void near_split(struct near_buckets *b, unsigned base,
+				  struct wheel_link *l, uint64_t origin,
+				  uint64_t target, uint64_t tick_mask,
+				  unsigned tick_shift)
+{
+	static_assert(TIMER_DUE == TIMER_IN_SLOT + 1, "due = in slot + 1");
+	unsigned later = NEAR_KEYS + base * WHEEL_SLOTS;
+	struct wheel_link *next;
+
+	for (; l; l = next) {
+		struct wheel_timer *t = wheel_timer_of(l);
+		uint64_t key = (t->expires + tick_mask) >> tick_shift;
+		uint64_t k = key - origin, due = key <= target;
+
+		k = k < NEAR_KEYS ? k : NEAR_KEYS - 1;
+		k = wheel_pick(due, k, later + (key & SLOT_MASK));
+		wheel_prefetch_ahead(l);
+		next = l->next;
+		t->priv = (t->priv & ~PRIV_STATE_MASK) | (TIMER_IN_SLOT + due);
+		near_append(b, k, l);
+	}
+}
+
+/*
+ * The clock's earliest slot starts at @first, at level 0 or 1, and
+ * @target - @first < NEAR_KEYS. Collect every due timer of levels 0 and 1,
+ * from every base, at once: each into the bucket of its own key, so the
+ * buckets are in run order as they stand but for timers that share a key,
+ * which are sorted. No per-base chains to merge: that merge was a coin
+ * toss per timer, a mispredicted branch every other time. If @within
+ * (@target is in @first's level-2 block, so nothing of levels >= 2 is due),
+ * the level-1 slot that holds @target is split too: its due timers join
+ * the buckets, the rest become level-0 slots as they would in a cascade,
+ * and nothing is left due below @target: the caller stops with the clock
+ * at @target. Returns the due list's new last link.
+ */
+static struct wheel_link **take_near(struct wheel *w, uint64_t first,
+				     uint64_t target, bool within,
+				     struct wheel_link **tail)
+{
+	struct near_buckets b;
+	uint64_t tick_mask = w->tick_mask, mask0, mask1, split = 0;
+	unsigned tick_shift = w->tick_shift, base, word, last_word;
+
+	memset(b.used, 0, sizeof(b.used));
+	memset(b.multi, 0, sizeof(b.multi));
+	mask0 = due_slots(first, target, 0);
+	mask1 = due_slots(first, target, 1);
+	if (within && (target & SLOT_MASK) != SLOT_MASK)
+		split = 1ull << ((target >> WHEEL_LVL_BITS) & SLOT_MASK);
+	for (base = 0; base < WHEEL_NR_BASES; base++) {
+		const uint64_t *occupied = &w->occupied[base * WHEEL_LEVELS];
+		struct wheel_link **slot = &w->slot[base * WHEEL_BASE_SLOTS];
+		uint64_t due0 = occupied[0] & mask0, due1 = occupied[1] & mask1;
+		uint64_t part = occupied[1] & split;
+
+		if (due0) {
+			unmark_slots(w, base, 0, due0);
+			for (; due0; due0 &= due0 - 1) {
+				struct wheel_link **head =
+					&slot[__builtin_ctzll(due0)];
+
+				near_take_all(&b, *head, first, tick_mask,
+					      tick_shift);
+				*head = NULL;
+			}
+		}
+		if (due1 | part) {
+			unmark_slots(w, base, 1, due1 | part);
+			for (; due1; due1 &= due1 - 1) {
+				struct wheel_link **head =
+					&slot[WHEEL_SLOTS +
+					      __builtin_ctzll(due1)];
+
+				near_take_all(&b, *head, first, tick_mask,
+					      tick_shift);
+				*head = NULL;
+			}
+			if (part) {
+				struct wheel_link **head =
+					&slot[WHEEL_SLOTS +
+					      __builtin_ctzll(part)];
+
+				near_split(&b, base, *head, first, target,
+					   tick_mask, tick_shift);
+				*head = NULL;
+			}
+		}
+	}
+	last_word = (target - first) / 64;
+	for (word = 0; word <= last_word; word++) {
+		uint64_t keys;
+
+		for (keys = b.used[word]; keys; keys &= keys - 1) {
+			unsigned k = word * 64 + __builtin_ctzll(keys);
+			struct wheel_link *l = b.first[k], **end = b.end[k];
+
+			*end = NULL;
+			if (b.multi[word] & (1ull << (k % 64)))
+				l = wheel_chain_sort(l, &end);
+			*tail = l;
+			l->pprev = tail;
+			tail = end;
+		}
+	}
+	/*
+	 * What is left of the split slots becomes level 0 at the clock's new
+	 * position, @target. Those level-0 slots are empty: the clock has left
+	 * the level-1 slot it was in, so every level-0 slot was due.
+	 */
+	for (base = 0; split && base < WHEEL_NR_BASES; base++) {
+		uint64_t slots = b.used[NEAR_KEYS / 64 + base];
+		struct wheel_link **slot = &w->slot[base * WHEEL_BASE_SLOTS];
+
+		if (!slots)
+			continue;
+		w->occupied[base * WHEEL_LEVELS] |= slots;
+		w->level_mask[base] |= 1;
+		for (; slots; slots &= slots - 1) {
+			unsigned s = __builtin_ctzll(slots);
+			unsigned k = NEAR_KEYS + base * WHEEL_SLOTS + s;
+
+			*b.end[k] = NULL;
+			slot[s] = b.first[k];
+			b.first[k]->pprev = &slot[s];
+		}
+	}
+	return tail;
 }
 
 unsigned wheel_advance(struct wheel *w, uint64_t now)
@@ -496,6 +612,25 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		 * same level: slot ranges do not depend on the base.
 		 */
 		lvl = level[i];
+		/*
+		 * Levels 0 and 1 in one go, when the span fits the buckets. If
+		 * the target is in the same level-2 block, that is all that is
+		 * due, and the timers left are placed for the clock at the
+		 * target; otherwise the block is collected whole and the
+		 * steps go on.
+		 */
+		if (lvl <= 1 && target - first < NEAR_KEYS) {
+			bool within =
+				!((first ^ target) >> (2 * WHEEL_LVL_BITS));
+
+			tail = take_near(w, first, target, within, tail);
+			collected = true;
+			if (within)
+				break;
+			for (i = 0; i < WHEEL_NR_BASES; i++)
+				event[i] = base_event(w, i, &level[i]);
+			continue;
+		}
 		last = first | ((1ull << (lvl * WHEEL_LVL_BITS)) - 1);
 		if (last > target) {
 			unsigned bases[WHEEL_NR_BASES] = { 0 }, nr = 0;
@@ -526,15 +661,7 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 					 0 :
 					 w->occupied[i * WHEEL_LEVELS + lvl] &
 						 due_slots(first, target, lvl);
-		/*
-		 * By key across the bases only at level 1, and only for a
-		 * group narrow enough for the buckets: level-0 slots are
-		 * single keys, and there take_level() measured cheaper.
-		 */
-		if (lvl == 1 && target - first < DENSE_KEYS)
-			tail = take_dense(w, lvl, due, first, tail);
-		else
-			tail = take_level(w, lvl, due, tail);
+		tail = take_level(w, lvl, due, tail);
 		for (i = 0; i < WHEEL_NR_BASES; i++)
 			if (due[i])
 				event[i] = base_event(w, i, &level[i]);
