@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Build timers/ at two revisions as shared objects and compare them in one
+# process with wheel-ab (see bench/wheel/wheel_ab.c): alternated round by
+# round, pinned to one CPU.
+#
+# usage: ab.sh BUILD_DIR REV_A [REV_B] [-- wheel-ab options]
+#   BUILD_DIR  a configured build of this tree (for bench/wheel/wheel-ab)
+#   REV_A      a git revision; REV_B likewise, default the working tree
+# e.g.  bench/wheel/ab.sh build HEAD~1 -- --n 100000 --rounds 200
+set -eu
+[ $# -ge 2 ] || { sed -n '5,9p' "$0" >&2; exit 2; }
+build=$1
+rev_a=$2
+shift 2
+rev_b=
+if [ $# -gt 0 ] && [ "$1" != -- ]; then
+	rev_b=$1
+	shift
+fi
+[ $# -gt 0 ] && [ "$1" = -- ] && shift
+top=$(git rev-parse --show-toplevel)
+ninja -C "$build" bench/wheel/wheel-ab >/dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The flags of the release build of timers/ (meson.build: -O3, PIC,
+# timers/meson.build: no SLP vectorizer), the same for both sides.
+so() { # so SRC_DIR OUT
+	gcc -O3 -fPIC -shared -std=gnu11 -D_GNU_SOURCE \
+		-fno-tree-slp-vectorize -I"$1/timers" "$1/timers/wheel.c" \
+		"$1/timers/wheel_advance.c" "$1/timers/wheel_sort.c" -o "$2"
+}
+tree() { # tree REV DIR: the timers/ of REV, or of the working tree
+	mkdir -p "$2"
+	if [ -n "$1" ]; then
+		git -C "$top" archive "$1" timers | tar -x -C "$2"
+	else
+		cp -r "$top/timers" "$2/"
+	fi
+}
+tree "$rev_a" "$tmp/a"
+tree "$rev_b" "$tmp/b"
+so "$tmp/a" "$tmp/a.so"
+so "$tmp/b" "$tmp/b.so"
+echo "A = $rev_a, B = ${rev_b:-the working tree}"
+taskset -c 1 "$build/bench/wheel/wheel-ab" "$@" "$tmp/a.so" "$tmp/b.so"

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: MIT
+/*
+ * wheel-ab: two builds of timers/ in one process, A and B alternated
+ * round by round on the same timers in the same memory, and the ratio B/A
+ * taken per round. On this machine the clock and the host's memory load
+ * drift over seconds, so runs of two binaries minutes apart (ab.py) differ
+ * by more than most changes do; a pair of runs a few milliseconds apart
+ * sees the same machine, and the median of many paired ratios is what
+ * separates a 5% change from the noise. bench/wheel/ab.sh builds the two
+ * shared objects. Prints figures only; asserts nothing.
+ */
+#include <dlfcn.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "wheel.h"
+
+/* The workload of wheel-bench: see wheel_bench.c. */
+#define START_NS (1ull << 30)
+#define RANGE_NS (1ull << 30)
+#define TIMERS_PER_STEP 16
+
+enum ab_op { AB_ADD, AB_RECOMPUTE, AB_EXPIRE, AB_NR_OPS };
+static const char *const ab_op_name[AB_NR_OPS] = { "add",
+						   "next_hard_recompute",
+						   "expire" };
+
+/* The entry points, looked up in each build. */
+struct build {
+	const char *path;
+	void (*init)(struct wheel *, uint64_t, unsigned);
+	void (*timer_init)(struct wheel_timer *, wheel_timer_fn, unsigned);
+	int (*add)(struct wheel *, struct wheel_timer *, uint64_t, uint64_t);
+	int (*del)(struct wheel *, struct wheel_timer *);
+	uint64_t (*next_hard)(struct wheel *);
+	unsigned (*advance)(struct wheel *, uint64_t);
+};
+
+struct workload {
+	size_t n, nr_hard;
+	uint64_t *expires;
+	size_t *hard_in_order;
+	struct wheel *w;
+	struct wheel_timer *wt;
+};
+
+static volatile uint64_t sink;
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_rand(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void on_expiry(struct wheel_timer *t, uint64_t now)
+{
+	(void)t;
+	sink += now;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (!p) {
+		fprintf(stderr, "wheel-ab: out of memory\n");
+		exit(1);
+	}
+	return p;
+}
+
+static void *symbol(void *lib, const char *path, const char *name)
+{
+	void *p = dlsym(lib, name);
+
+	if (!p) {
+		fprintf(stderr, "wheel-ab: %s: no symbol %s\n", path, name);
+		exit(1);
+	}
+	return p;
+}
+
+static void build_load(struct build *b, const char *path)
+{
+	/* RTLD_LOCAL: A's and B's symbols of the same name stay apart. */
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+	if (!lib) {
+		fprintf(stderr, "wheel-ab: %s\n", dlerror());
+		exit(1);
+	}
+	b->path = path;
+	b->init = symbol(lib, path, "wheel_init");
+	b->timer_init = symbol(lib, path, "wheel_timer_init");
+	b->add = symbol(lib, path, "wheel_add");
+	b->del = symbol(lib, path, "wheel_del");
+	b->next_hard = symbol(lib, path, "wheel_next_hard_expiry");
+	b->advance = symbol(lib, path, "wheel_advance");
+}
+
+static const uint64_t *sort_key;
+
+static int by_expiry(const void *a, const void *b)
+{
+	uint64_t x = sort_key[*(const size_t *)a],
+		 y = sort_key[*(const size_t *)b];
+
+	return x < y ? -1 : x > y;
+}
+
+static void workload_init(struct workload *wl, size_t n)
+{
+	wl->n = n;
+	wl->nr_hard = 0;
+	wl->expires = xcalloc(n, sizeof(*wl->expires));
+	wl->hard_in_order = xcalloc(n, sizeof(*wl->hard_in_order));
+	wl->w = xcalloc(1, sizeof(*wl->w));
+	wl->wt = xcalloc(n, sizeof(*wl->wt));
+	for (size_t i = 0; i < n; i++) {
+		wl->expires[i] = START_NS + 1 + next_rand() % RANGE_NS;
+		if (!(i & 1)) /* the odd ones are deferrable */
+			wl->hard_in_order[wl->nr_hard++] = i;
+	}
+	sort_key = wl->expires;
+	qsort(wl->hard_in_order, wl->nr_hard, sizeof(size_t), by_expiry);
+}
+
+static void workload_free(struct workload *wl)
+{
+	free(wl->expires);
+	free(wl->hard_in_order);
+	free(wl->w);
+	free(wl->wt);
+}
+
+/* Arm every timer afresh; returns the ns it took. */
+static uint64_t fill(const struct build *b, struct workload *wl)
+{
+	uint64_t t0;
+
+	for (size_t i = 0; i < wl->n; i++)
+		b->timer_init(&wl->wt[i], on_expiry,
+			      i & 1 ? WHEEL_DEFERRABLE : 0);
+	b->init(wl->w, START_NS, 0);
+	t0 = now_ns();
+	for (size_t i = 0; i < wl->n; i++)
+		b->add(wl->w, &wl->wt[i], wl->expires[i], 0);
+	return now_ns() - t0;
+}
+
+/* Delete the hard timers earliest first, with or without a query each. */
+static uint64_t del_earliest(const struct build *b, struct workload *wl,
+			     int query)
+{
+	uint64_t t0;
+
+	fill(b, wl);
+	sink = b->next_hard(wl->w);
+	t0 = now_ns();
+	for (size_t i = 0; i < wl->nr_hard; i++) {
+		b->del(wl->w, &wl->wt[wl->hard_in_order[i]]);
+		if (query)
+			sink = b->next_hard(wl->w);
+	}
+	return now_ns() - t0;
+}
+
+/* One round of @b: ns per op for each ab_op. */
+static void measure(const struct build *b, struct workload *wl, double *out)
+{
+	size_t n = wl->n, ran = 0, steps = n / TIMERS_PER_STEP;
+	uint64_t step = RANGE_NS / (steps ? steps : 1), at, t0, with, without;
+
+	with = del_earliest(b, wl, 1);
+	without = del_earliest(b, wl, 0);
+	out[AB_RECOMPUTE] =
+		with > without ? (double)(with - without) / wl->nr_hard : 0;
+
+	out[AB_ADD] = (double)fill(b, wl) / n;
+	t0 = now_ns();
+	for (at = START_NS + step; ran < n; at += step)
+		ran += b->advance(wl->w, at);
+	out[AB_EXPIRE] = (double)(now_ns() - t0) / n;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorts @v in place; returns its q-quantile (0.5: the median). */
+static double quantile(double *v, size_t n, double q)
+{
+	qsort(v, n, sizeof(*v), by_value);
+	return v[(size_t)(q * (double)(n - 1) + 0.5)];
+}
+
+static void run(const struct build *builds, size_t n, size_t rounds)
+{
+	struct workload wl;
+	double *t[2][AB_NR_OPS], *ratio[AB_NR_OPS], out[AB_NR_OPS];
+
+	workload_init(&wl, n);
+	for (int op = 0; op < AB_NR_OPS; op++) {
+		t[0][op] = xcalloc(rounds, sizeof(double));
+		t[1][op] = xcalloc(rounds, sizeof(double));
+		ratio[op] = xcalloc(rounds, sizeof(double));
+	}
+	for (size_t r = 0; r < rounds; r++) {
+		/* A B, B A, ...: neither build always runs second. */
+		for (int k = 0; k < 2; k++) {
+			int v = r & 1 ? 1 - k : k;
+
+			measure(&builds[v], &wl, out);
+			for (int op = 0; op < AB_NR_OPS; op++)
+				t[v][op][r] = out[op];
+		}
+		for (int op = 0; op < AB_NR_OPS; op++)
+			ratio[op][r] = t[0][op][r] > 0 ?
+					       t[1][op][r] / t[0][op][r] :
+					       1;
+	}
+	for (int op = 0; op < AB_NR_OPS; op++) {
+		double q1 = quantile(ratio[op], rounds, 0.25),
+		       q3 = quantile(ratio[op], rounds, 0.75);
+
+		printf("%9zu  %-20s %8.2f %8.2f %8.2f %8.2f %7.3f  %5.3f-%5.3f\n",
+		       n, ab_op_name[op], quantile(t[0][op], rounds, 0),
+		       quantile(t[1][op], rounds, 0),
+		       quantile(t[0][op], rounds, 0.5),
+		       quantile(t[1][op], rounds, 0.5),
+		       quantile(ratio[op], rounds, 0.5), q1, q3);
+		free(t[0][op]);
+		free(t[1][op]);
+		free(ratio[op]);
+	}
+	workload_free(&wl);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: wheel-ab [--n LIST] [--rounds R] A.so B.so\n"
+		"\n"
+		"Loads two builds of timers/ (bench/wheel/ab.sh makes them)\n"
+		"and runs wheel-bench's add, next_hard_recompute and expire\n"
+		"workloads with each, alternated round by round (A B, B A,\n"
+		"...) on the same timers. Per (n, op) it prints the fastest\n"
+		"and the median ns per op of A and of B, and the median of\n"
+		"the per-round ratios B/A with its quartiles: below 1, B is\n"
+		"faster. A build against itself gives the noise floor.\n"
+		"\n"
+		"  --n LIST    comma-separated timer counts (default\n"
+		"              1000,10000,100000)\n"
+		"  --rounds R  rounds per N (default 100)\n"
+		"  --help      this text\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "n", required_argument, NULL, 'n' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *n_list = "1000,10000,100000";
+	struct build builds[2];
+	long rounds = 100;
+	char *list, *tok, *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			n_list = optarg;
+			break;
+		case 'r':
+			rounds = strtol(optarg, &end, 10);
+			if (*end || rounds < 1 || rounds > 1000000) {
+				fprintf(stderr,
+					"wheel-ab: --rounds wants 1..1000000\n");
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		return 2;
+	}
+	build_load(&builds[0], argv[optind]);
+	build_load(&builds[1], argv[optind + 1]);
+	printf("A = %s\nB = %s\n", builds[0].path, builds[1].path);
+	printf("%9s  %-20s %8s %8s %8s %8s %7s  %s\n", "n", "op", "min A",
+	       "min B", "med A", "med B", "B/A", "quartiles");
+	list = strdup(n_list);
+	for (tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+		long n = strtol(tok, &end, 10);
+
+		if (*end || n < TIMERS_PER_STEP || n > 10000000) {
+			fprintf(stderr, "wheel-ab: bad N '%s' (16..10^7)\n",
+				tok);
+			free(list);
+			return 2;
+		}
+		run(builds, (size_t)n, (size_t)rounds);
+		fflush(stdout);
+	}
+	free(list);
+	return 0;
+}
