@@ -24,8 +24,7 @@
 #define TIMERS_PER_STEP 16
 
 enum ab_op { AB_ADD, AB_RECOMPUTE, AB_EXPIRE, AB_NR_OPS };
-static const char *const ab_op_name[AB_NR_OPS] = { "add",
-						   "next_hard_recompute",
+static const char *const ab_op_name[AB_NR_OPS] = { "add", "next_hard_recompute",
 						   "expire" };
 
 /* The entry points, looked up in each build. */
@@ -232,9 +231,8 @@ static void run(const struct build *builds, size_t n, size_t rounds)
 				t[v][op][r] = out[op];
 		}
 		for (int op = 0; op < AB_NR_OPS; op++)
-			ratio[op][r] = t[0][op][r] > 0 ?
-					       t[1][op][r] / t[0][op][r] :
-					       1;
+			ratio[op][r] =
+				t[0][op][r] > 0 ? t[1][op][r] / t[0][op][r] : 1;
 	}
 	for (int op = 0; op < AB_NR_OPS; op++) {
 		double q1 = quantile(ratio[op], rounds, 0.25),
