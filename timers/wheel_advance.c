@@ -593,14 +593,17 @@ static struct wheel_link **take_near(struct wheel *w, uint64_t first,
 			unsigned k = word * 64 + __builtin_ctzll(keys);
 			struct wheel_link *l = b.first[k], **end = b.end[k];
 
-			*end = NULL;
-			if (b.multi[word] & (1ull << (k % 64)))
+			if (b.multi[word] & (1ull << (k % 64))) {
+				*end = NULL;
 				l = wheel_chain_sort(l, &end);
+			}
+			/* This store also ends the bucket before. */
 			*tail = l;
 			l->pprev = tail;
 			tail = end;
 		}
 	}
+	*tail = NULL;
 	/*
 	 * What is left of the split slots becomes level 0 at the clock's new
 	 * position, @target. Those level-0 slots are empty: the clock has left
