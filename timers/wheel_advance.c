@@ -444,6 +444,7 @@ static hot_inline void near_take_key(struct near_buckets *b, unsigned k,
 {
 	struct wheel_link *last = l;
 
+	k = k < NEAR_KEYS ? k : NEAR_KEYS - 1; /* as in near_take_all() */
 	mark_timer_due(wheel_timer_of(l));
 	while (last->next) {
 		last = last->next;
