@@ -542,7 +542,8 @@ static void big_slot_case(unsigned n, unsigned steps, uint64_t span)
 	cr_assert(w && t && exp && on);
 	wheel_init(w, 1ull << 30, 0);
 	for (i = 0; i < n; i++) {
-		wheel_timer_init(&t[i], on_expiry, i % 3 ? 0 : WHEEL_DEFERRABLE);
+		wheel_timer_init(&t[i], on_expiry,
+				 i % 3 ? 0 : WHEEL_DEFERRABLE);
 		exp[i] = base + edge_rand() % span;
 		wheel_add(w, &t[i], exp[i], 0);
 		on[i] = true;
@@ -683,7 +684,9 @@ Test(timers_edges, big_tolerant_slot_sort_keeps_wakes)
  */
 Test(timers_edges, whole_coarse_slot_runs_in_order_across_bases)
 {
-	static const uint64_t ticks[] = { 900, 17, 900, 4000, 17, 2048, 17, 4095 };
+	static const uint64_t ticks[] = {
+		900, 17, 900, 4000, 17, 2048, 17, 4095
+	};
 	static const uint64_t in_order[] = { 17, 900, 2048, 4000, 4095 };
 	struct fixture *f = fixture_new(0, 0);
 	uint64_t base = 1ull << 12; /* level 2, slot 1, from a clock at 0 */
@@ -729,12 +732,53 @@ Test(timers_edges, cascade_of_both_bases_stays_exact)
 		for (i = 0; i < 40; i++) {
 			uint64_t at = base + i * 97 + (i % 3) * 64;
 
-			cr_assert_eq(p[i].runs, at <= tick, "timer %u at tick %llu",
-				     i, (unsigned long long)tick);
+			cr_assert_eq(p[i].runs, at <= tick,
+				     "timer %u at tick %llu", i,
+				     (unsigned long long)tick);
 			if (p[i].runs)
-				cr_assert_lt(p[i].now_seen - at * TICK, 13 * TICK);
+				cr_assert_lt(p[i].now_seen - at * TICK,
+					     13 * TICK);
 		}
 	}
 	cr_assert_eq(ran, 40);
+	free(f);
+}
+
+/*
+ * A short advance collects levels 0 and 1 in one pass and splits the
+ * level-1 slot it stops in: what is due runs in (expiry, arm order) across
+ * the kinds, the timer at the stopping tick included, and the rest stays
+ * exact to the tick from the level-0 slots it is left in, after a timer
+ * armed in the past among them.
+ */
+Test(timers_edges, near_advance_splits_the_slot_it_stops_in)
+{
+	/* Ticks; the level-1 slot 128..191 is the one the clock stops in. */
+	static const uint64_t at[] = { 5, 130, 130, 150, 150, 160, 170, 190 };
+	static const uint64_t minus_ns[] = { 0, 0, 0, 0, 100, 0, 0, 0 };
+	struct fixture *f = fixture_new(0, 0);
+	struct probe p[9];
+	unsigned i;
+
+	for (i = 0; i < 8; i++) {
+		probe_init(&p[i], f, i, i % 2 ? WHEEL_DEFERRABLE : 0);
+		wheel_add(&f->w, &p[i].t, at[i] * TICK - minus_ns[i], 0);
+	}
+	/* 4 was armed after 3 but expires 100 ns before it: it runs first. */
+	cr_assert_eq(wheel_advance(&f->w, 160 * TICK), 6);
+	cr_assert_arr_eq(f->log, ((int[]){ 0, 1, 2, 4, 3, 5 }),
+			 6 * sizeof(int));
+
+	probe_init(&p[8], f, 8, WHEEL_DEFERRABLE);
+	wheel_add(&f->w, &p[8].t, 10 * TICK, 0); /* in the past */
+	cr_assert_eq(wheel_advance(&f->w, 170 * TICK - 1), 1);
+	cr_assert_eq(f->log[6], 8);
+	cr_assert_eq(p[6].runs, 0, "170 ran before its tick");
+	cr_assert_eq(wheel_advance(&f->w, 170 * TICK), 1);
+	cr_assert_eq(f->log[7], 6);
+	cr_assert_eq(wheel_advance(&f->w, 189 * TICK), 0);
+	cr_assert_eq(wheel_advance(&f->w, 190 * TICK), 1);
+	cr_assert_eq(f->log[8], 7);
+	cr_assert_eq(wheel_pending(&f->w, 0) + wheel_pending(&f->w, 1), 0);
 	free(f);
 }
