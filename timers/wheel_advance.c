@@ -544,6 +544,18 @@ static struct wheel_link **take_near(struct wheel *w, uint64_t first,
 	mask1 = due_slots(first, target, 1);
 	if (within && (target & SLOT_MASK) != SLOT_MASK)
 		split = 1ull << ((target >> WHEEL_LVL_BITS) & SLOT_MASK);
+	/*
+	 * Start loading the first timer of every level-1 slot the group can
+	 * reach (at most four, as it spans < 256 keys) before walking any:
+	 * each walk ends in a mispredicted exit, after which the next list's
+	 * first load would start only then.
+	 */
+	for (base = 0; base < WHEEL_NR_BASES; base++)
+		for (word = 0; word < NEAR_KEYS / WHEEL_SLOTS; word++)
+			__builtin_prefetch(
+				w->slot[base * WHEEL_BASE_SLOTS + WHEEL_SLOTS +
+					(((first >> WHEEL_LVL_BITS) + word) &
+					 SLOT_MASK)]);
 	for (base = 0; base < WHEEL_NR_BASES; base++) {
 		const uint64_t *occupied = &w->occupied[base * WHEEL_LEVELS];
 		struct wheel_link **slot = &w->slot[base * WHEEL_BASE_SLOTS];
