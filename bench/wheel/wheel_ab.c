@@ -22,10 +22,19 @@
 #define START_NS (1ull << 30)
 #define RANGE_NS (1ull << 30)
 #define TIMERS_PER_STEP 16
+#define TICK (1ull << WHEEL_DEFAULT_TICK_SHIFT)
 
-enum ab_op { AB_ADD, AB_RECOMPUTE, AB_EXPIRE, AB_NR_OPS };
-static const char *const ab_op_name[AB_NR_OPS] = { "add", "next_hard_recompute",
-						   "expire" };
+enum ab_op {
+	AB_ADD,
+	AB_MOD_SAME,
+	AB_MOD_FAR,
+	AB_RECOMPUTE,
+	AB_EXPIRE,
+	AB_NR_OPS
+};
+static const char *const ab_op_name[AB_NR_OPS] = {
+	"add", "mod_same", "mod_far", "next_hard_recompute", "expire",
+};
 
 /* The entry points, looked up in each build. */
 struct build {
@@ -33,6 +42,7 @@ struct build {
 	void (*init)(struct wheel *, uint64_t, unsigned);
 	void (*timer_init)(struct wheel_timer *, wheel_timer_fn, unsigned);
 	int (*add)(struct wheel *, struct wheel_timer *, uint64_t, uint64_t);
+	int (*mod)(struct wheel *, struct wheel_timer *, uint64_t, uint64_t);
 	int (*del)(struct wheel *, struct wheel_timer *);
 	uint64_t (*next_hard)(struct wheel *);
 	unsigned (*advance)(struct wheel *, uint64_t);
@@ -40,7 +50,7 @@ struct build {
 
 struct workload {
 	size_t n, nr_hard;
-	uint64_t *expires;
+	uint64_t *expires, *same_tick, *far;
 	size_t *hard_in_order;
 	struct wheel *w;
 	struct wheel_timer *wt;
@@ -106,6 +116,7 @@ static void build_load(struct build *b, const char *path)
 	b->init = symbol(lib, path, "wheel_init");
 	b->timer_init = symbol(lib, path, "wheel_timer_init");
 	b->add = symbol(lib, path, "wheel_add");
+	b->mod = symbol(lib, path, "wheel_mod");
 	b->del = symbol(lib, path, "wheel_del");
 	b->next_hard = symbol(lib, path, "wheel_next_hard_expiry");
 	b->advance = symbol(lib, path, "wheel_advance");
@@ -126,11 +137,17 @@ static void workload_init(struct workload *wl, size_t n)
 	wl->n = n;
 	wl->nr_hard = 0;
 	wl->expires = xcalloc(n, sizeof(*wl->expires));
+	wl->same_tick = xcalloc(n, sizeof(*wl->same_tick));
+	wl->far = xcalloc(n, sizeof(*wl->far));
 	wl->hard_in_order = xcalloc(n, sizeof(*wl->hard_in_order));
 	wl->w = xcalloc(1, sizeof(*wl->w));
 	wl->wt = xcalloc(n, sizeof(*wl->wt));
 	for (size_t i = 0; i < n; i++) {
 		wl->expires[i] = START_NS + 1 + next_rand() % RANGE_NS;
+		/* As wheel-bench: another ns of the same tick, or 0.54 s on. */
+		wl->same_tick[i] =
+			(wl->expires[i] & ~(TICK - 1)) + next_rand() % TICK;
+		wl->far[i] = wl->expires[i] + RANGE_NS / 2;
 		if (!(i & 1)) /* the odd ones are deferrable */
 			wl->hard_in_order[wl->nr_hard++] = i;
 	}
@@ -141,6 +158,8 @@ static void workload_init(struct workload *wl, size_t n)
 static void workload_free(struct workload *wl)
 {
 	free(wl->expires);
+	free(wl->same_tick);
+	free(wl->far);
 	free(wl->hard_in_order);
 	free(wl->w);
 	free(wl->wt);
@@ -178,6 +197,17 @@ static uint64_t del_earliest(const struct build *b, struct workload *wl,
 	return now_ns() - t0;
 }
 
+/* Modify every timer, in arm order, to @to[i]; returns the ns it took. */
+static uint64_t modify(const struct build *b, struct workload *wl,
+		       const uint64_t *to)
+{
+	uint64_t t0 = now_ns();
+
+	for (size_t i = 0; i < wl->n; i++)
+		b->mod(wl->w, &wl->wt[i], to[i], 0);
+	return now_ns() - t0;
+}
+
 /* One round of @b: ns per op for each ab_op. */
 static void measure(const struct build *b, struct workload *wl, double *out)
 {
@@ -190,6 +220,10 @@ static void measure(const struct build *b, struct workload *wl, double *out)
 		with > without ? (double)(with - without) / wl->nr_hard : 0;
 
 	out[AB_ADD] = (double)fill(b, wl) / n;
+	out[AB_MOD_SAME] = (double)modify(b, wl, wl->same_tick) / n;
+	out[AB_MOD_FAR] = (double)modify(b, wl, wl->far) / n;
+
+	fill(b, wl);
 	t0 = now_ns();
 	for (at = START_NS + step; ran < n; at += step)
 		ran += b->advance(wl->w, at);
@@ -257,9 +291,10 @@ static void usage(FILE *f)
 		"usage: wheel-ab [--n LIST] [--rounds R] A.so B.so\n"
 		"\n"
 		"Loads two builds of timers/ (bench/wheel/ab.sh makes them)\n"
-		"and runs wheel-bench's add, next_hard_recompute and expire\n"
-		"workloads with each, alternated round by round (A B, B A,\n"
-		"...) on the same timers. Per (n, op) it prints the fastest\n"
+		"and runs wheel-bench's add, mod_same, mod_far,\n"
+		"next_hard_recompute and expire workloads with each,\n"
+		"alternated round by round (A B, B A, ...) on the same\n"
+		"timers. Per (n, op) it prints the fastest\n"
 		"and the median ns per op of A and of B, and the median of\n"
 		"the per-round ratios B/A with its quartiles: below 1, B is\n"
 		"faster. A build against itself gives the noise floor.\n"
