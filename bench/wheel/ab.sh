@@ -3,13 +3,19 @@
 # Build timers/ at two revisions as shared objects and compare them in one
 # process with wheel-ab (see bench/wheel/wheel_ab.c): alternated round by
 # round, pinned to one CPU.
-#
-# usage: ab.sh BUILD_DIR REV_A [REV_B] [-- wheel-ab options]
-#   BUILD_DIR  a configured build of this tree (for bench/wheel/wheel-ab)
-#   REV_A      a git revision; REV_B likewise, default the working tree
-# e.g.  bench/wheel/ab.sh build HEAD~1 -- --n 100000 --rounds 200
 set -eu
-[ $# -ge 2 ] || { sed -n '5,9p' "$0" >&2; exit 2; }
+
+usage() {
+	cat >&2 <<'USAGE'
+usage: bench/wheel/ab.sh BUILD_DIR REV_A [REV_B] [-- wheel-ab options]
+  BUILD_DIR  a configured build of this tree (for bench/wheel/wheel-ab)
+  REV_A      a git revision; REV_B likewise, default the working tree
+e.g.  bench/wheel/ab.sh build HEAD~1 -- --n 100000 --rounds 200
+USAGE
+	exit 2
+}
+
+[ $# -ge 2 ] || usage
 build=$1
 rev_a=$2
 shift 2
@@ -18,8 +24,16 @@ if [ $# -gt 0 ] && [ "$1" != -- ]; then
 	rev_b=$1
 	shift
 fi
-[ $# -gt 0 ] && [ "$1" = -- ] && shift
+if [ $# -gt 0 ] && [ "$1" = -- ]; then
+	shift
+fi
 top=$(git rev-parse --show-toplevel)
+for rev in "$rev_a" $rev_b; do
+	if ! git -C "$top" rev-parse -q --verify "$rev^{commit}" >/dev/null; then
+		echo "ab.sh: '$rev' is not a revision of this repository" >&2
+		exit 2
+	fi
+done
 ninja -C "$build" bench/wheel/wheel-ab >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -34,7 +48,8 @@ so() { # so SRC_DIR OUT
 tree() { # tree REV DIR: the timers/ of REV, or of the working tree
 	mkdir -p "$2"
 	if [ -n "$1" ]; then
-		git -C "$top" archive "$1" timers | tar -x -C "$2"
+		git -C "$top" archive "$1" timers >"$2.tar"
+		tar -x -C "$2" -f "$2.tar"
 	else
 		cp -r "$top/timers" "$2/"
 	fi
