@@ -689,9 +689,14 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		 * the target is in the same level-2 block, that is all that is
 		 * due, and the timers left are placed for the clock at the
 		 * target; otherwise the block is collected whole and the
-		 * steps go on.
+		 * steps go on. An advance that stays in the clock's level-1
+		 * slot has only level-0 slots to take, each a single key:
+		 * take_level() does that with less work (N = 1e6 in
+		 * wheel-bench, where a key holds about one timer: 204 -> 185
+		 * instructions per expired timer).
 		 */
-		if (lvl <= 1 && target - first < NEAR_KEYS) {
+		if (lvl <= 1 && target - first < NEAR_KEYS &&
+		    (first ^ target) >> WHEEL_LVL_BITS) {
 			bool within =
 				!((first ^ target) >> (2 * WHEEL_LVL_BITS));
 
