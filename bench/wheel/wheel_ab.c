@@ -14,15 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "wheel.h"
-
-/* The workload of wheel-bench: see wheel_bench.c. */
-#define START_NS (1ull << 30)
-#define RANGE_NS (1ull << 30)
-#define TIMERS_PER_STEP 16
-#define TICK (1ull << WHEEL_DEFAULT_TICK_SHIFT)
+#include "workload.h" /* the timers of wheel-bench */
 
 enum ab_op {
 	AB_ADD,
@@ -57,39 +51,11 @@ struct workload {
 };
 
 static volatile uint64_t sink;
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t next_rand(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void on_expiry(struct wheel_timer *t, uint64_t now)
 {
 	(void)t;
 	sink += now;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	if (!p) {
-		fprintf(stderr, "wheel-ab: out of memory\n");
-		exit(1);
-	}
-	return p;
 }
 
 static void *symbol(void *lib, const char *path, const char *name)
@@ -122,37 +88,25 @@ static void build_load(struct build *b, const char *path)
 	b->advance = symbol(lib, path, "wheel_advance");
 }
 
-static const uint64_t *sort_key;
-
-static int by_expiry(const void *a, const void *b)
-{
-	uint64_t x = sort_key[*(const size_t *)a],
-		 y = sort_key[*(const size_t *)b];
-
-	return x < y ? -1 : x > y;
-}
-
 static void workload_init(struct workload *wl, size_t n)
 {
+	uint64_t rng_state = BENCH_SEED;
+
 	wl->n = n;
 	wl->nr_hard = 0;
-	wl->expires = xcalloc(n, sizeof(*wl->expires));
-	wl->same_tick = xcalloc(n, sizeof(*wl->same_tick));
-	wl->far = xcalloc(n, sizeof(*wl->far));
-	wl->hard_in_order = xcalloc(n, sizeof(*wl->hard_in_order));
-	wl->w = xcalloc(1, sizeof(*wl->w));
-	wl->wt = xcalloc(n, sizeof(*wl->wt));
+	wl->expires = bench_xcalloc(n, sizeof(*wl->expires));
+	wl->same_tick = bench_xcalloc(n, sizeof(*wl->same_tick));
+	wl->far = bench_xcalloc(n, sizeof(*wl->far));
+	wl->hard_in_order = bench_xcalloc(n, sizeof(*wl->hard_in_order));
+	wl->w = bench_xcalloc(1, sizeof(*wl->w));
+	wl->wt = bench_xcalloc(n, sizeof(*wl->wt));
 	for (size_t i = 0; i < n; i++) {
-		wl->expires[i] = START_NS + 1 + next_rand() % RANGE_NS;
-		/* As wheel-bench: another ns of the same tick, or 0.54 s on. */
-		wl->same_tick[i] =
-			(wl->expires[i] & ~(TICK - 1)) + next_rand() % TICK;
-		wl->far[i] = wl->expires[i] + RANGE_NS / 2;
+		bench_expiries(&rng_state, &wl->expires[i], &wl->same_tick[i],
+			       &wl->far[i]);
 		if (!(i & 1)) /* the odd ones are deferrable */
 			wl->hard_in_order[wl->nr_hard++] = i;
 	}
-	sort_key = wl->expires;
-	qsort(wl->hard_in_order, wl->nr_hard, sizeof(size_t), by_expiry);
+	bench_sort_by_expiry(wl->hard_in_order, wl->nr_hard, wl->expires);
 }
 
 static void workload_free(struct workload *wl)
@@ -174,10 +128,10 @@ static uint64_t fill(const struct build *b, struct workload *wl)
 		b->timer_init(&wl->wt[i], on_expiry,
 			      i & 1 ? WHEEL_DEFERRABLE : 0);
 	b->init(wl->w, START_NS, 0);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (size_t i = 0; i < wl->n; i++)
 		b->add(wl->w, &wl->wt[i], wl->expires[i], 0);
-	return now_ns() - t0;
+	return bench_now_ns() - t0;
 }
 
 /* Delete the hard timers earliest first, with or without a query each. */
@@ -188,31 +142,31 @@ static uint64_t del_earliest(const struct build *b, struct workload *wl,
 
 	fill(b, wl);
 	sink = b->next_hard(wl->w);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (size_t i = 0; i < wl->nr_hard; i++) {
 		b->del(wl->w, &wl->wt[wl->hard_in_order[i]]);
 		if (query)
 			sink = b->next_hard(wl->w);
 	}
-	return now_ns() - t0;
+	return bench_now_ns() - t0;
 }
 
 /* Modify every timer, in arm order, to @to[i]; returns the ns it took. */
 static uint64_t modify(const struct build *b, struct workload *wl,
 		       const uint64_t *to)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 
 	for (size_t i = 0; i < wl->n; i++)
 		b->mod(wl->w, &wl->wt[i], to[i], 0);
-	return now_ns() - t0;
+	return bench_now_ns() - t0;
 }
 
 /* One round of @b: ns per op for each ab_op. */
 static void measure(const struct build *b, struct workload *wl, double *out)
 {
-	size_t n = wl->n, ran = 0, steps = n / TIMERS_PER_STEP;
-	uint64_t step = RANGE_NS / (steps ? steps : 1), at, t0, with, without;
+	size_t n = wl->n, ran = 0;
+	uint64_t step = bench_expire_step(n), at, t0, with, without;
 
 	with = del_earliest(b, wl, 1);
 	without = del_earliest(b, wl, 0);
@@ -224,10 +178,10 @@ static void measure(const struct build *b, struct workload *wl, double *out)
 	out[AB_MOD_FAR] = (double)modify(b, wl, wl->far) / n;
 
 	fill(b, wl);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (at = START_NS + step; ran < n; at += step)
 		ran += b->advance(wl->w, at);
-	out[AB_EXPIRE] = (double)(now_ns() - t0) / n;
+	out[AB_EXPIRE] = (double)(bench_now_ns() - t0) / n;
 }
 
 static int by_value(const void *a, const void *b)
@@ -251,9 +205,9 @@ static void run(const struct build *builds, size_t n, size_t rounds)
 
 	workload_init(&wl, n);
 	for (int op = 0; op < AB_NR_OPS; op++) {
-		t[0][op] = xcalloc(rounds, sizeof(double));
-		t[1][op] = xcalloc(rounds, sizeof(double));
-		ratio[op] = xcalloc(rounds, sizeof(double));
+		t[0][op] = bench_xcalloc(rounds, sizeof(double));
+		t[1][op] = bench_xcalloc(rounds, sizeof(double));
+		ratio[op] = bench_xcalloc(rounds, sizeof(double));
 	}
 	for (size_t r = 0; r < rounds; r++) {
 		/* A B, B A, ...: neither build always runs second. */

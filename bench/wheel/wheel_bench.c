@@ -11,15 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "heap.h"
 #include "wheel.h"
+#include "workload.h"
 
-#define START_NS (1ull << 30) /* arbitrary, tick-aligned start */
-#define RANGE_NS (1ull << 30) /* expiries spread over ~1.07 s */
-#define FAR_NS (RANGE_NS / 2) /* mod_far moves a timer this much later */
-#define TIMERS_PER_STEP 16 /* expire: average timers run per advance */
 #define CACHED_QUERIES 1000000
 #define MAX_N 16
 #define DEFAULT_REPS 7
@@ -64,14 +60,6 @@ struct workload {
 
 static volatile uint64_t sink; /* keeps query results alive */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /*
  * This machine's vCPUs run at very different speeds from one minute to the
  * next (the host steals time and throttles): a chain of dependent adds,
@@ -84,14 +72,14 @@ static double clock_ghz(void)
 	uint64_t x = 0, t0 = 0, i;
 
 	for (int pass = 0; pass < 2; pass++) { /* the first one warms up */
-		t0 = now_ns();
+		t0 = bench_now_ns();
 		for (i = 0; i < adds; i++) {
 			x += 1;
 			__asm__ volatile("" : "+r"(x));
 		}
 	}
 	sink = x;
-	return (double)adds / (double)(now_ns() - t0);
+	return (double)adds / (double)(bench_now_ns() - t0);
 }
 
 /*
@@ -110,16 +98,7 @@ static void warm_up(void)
 	}
 }
 
-static uint64_t rng_state = 0x1234567;
-
-static uint64_t next_rand(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
+static uint64_t rng_state = BENCH_SEED;
 
 static void on_wheel_expiry(struct wheel_timer *t, uint64_t now)
 {
@@ -133,42 +112,20 @@ static void on_heap_expiry(struct heap_timer *t, uint64_t now)
 	(void)now;
 }
 
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	if (!p) {
-		fprintf(stderr, "wheel-bench: out of memory\n");
-		exit(1);
-	}
-	return p;
-}
-
-static const uint64_t *sort_key;
-
-static int by_expiry(const void *a, const void *b)
-{
-	uint64_t x = sort_key[*(const size_t *)a],
-		 y = sort_key[*(const size_t *)b];
-
-	return x < y ? -1 : x > y;
-}
-
 static void workload_init(struct workload *wl, size_t n, bool random_order)
 {
-	uint64_t tick = 1ull << WHEEL_DEFAULT_TICK_SHIFT;
 	size_t i;
 
 	wl->n = n;
 	wl->random_order = random_order;
-	wl->expires = xcalloc(n, sizeof(uint64_t));
-	wl->same_tick = xcalloc(n, sizeof(uint64_t));
-	wl->far = xcalloc(n, sizeof(uint64_t));
-	wl->shuffled = xcalloc(n, sizeof(size_t));
-	wl->hard_in_order = xcalloc(n, sizeof(size_t));
-	wl->w = xcalloc(1, sizeof(*wl->w));
-	wl->wt = xcalloc(n, sizeof(*wl->wt));
-	wl->ht = xcalloc(n, sizeof(*wl->ht));
+	wl->expires = bench_xcalloc(n, sizeof(uint64_t));
+	wl->same_tick = bench_xcalloc(n, sizeof(uint64_t));
+	wl->far = bench_xcalloc(n, sizeof(uint64_t));
+	wl->shuffled = bench_xcalloc(n, sizeof(size_t));
+	wl->hard_in_order = bench_xcalloc(n, sizeof(size_t));
+	wl->w = bench_xcalloc(1, sizeof(*wl->w));
+	wl->wt = bench_xcalloc(n, sizeof(*wl->wt));
+	wl->ht = bench_xcalloc(n, sizeof(*wl->ht));
 	if (heap_timers_init(&wl->heap, n)) {
 		fprintf(stderr, "wheel-bench: out of memory\n");
 		exit(1);
@@ -178,11 +135,8 @@ static void workload_init(struct workload *wl, size_t n, bool random_order)
 	for (i = 0; i < n; i++) {
 		bool deferrable = i & 1;
 
-		wl->expires[i] = START_NS + 1 + next_rand() % RANGE_NS;
-		/* Another ns inside the same tick: the same wheel slot. */
-		wl->same_tick[i] =
-			(wl->expires[i] & ~(tick - 1)) + next_rand() % tick;
-		wl->far[i] = wl->expires[i] + FAR_NS;
+		bench_expiries(&rng_state, &wl->expires[i], &wl->same_tick[i],
+			       &wl->far[i]);
 		wl->shuffled[i] = i;
 		if (!deferrable)
 			wl->hard_in_order[wl->nr_hard++] = i;
@@ -191,13 +145,13 @@ static void workload_init(struct workload *wl, size_t n, bool random_order)
 		heap_timer_init(&wl->ht[i], on_heap_expiry, deferrable);
 	}
 	for (i = n - 1; random_order && i > 0; i--) {
-		size_t j = next_rand() % (i + 1), swap = wl->shuffled[i];
+		size_t j = bench_rand(&rng_state) % (i + 1),
+		       swap = wl->shuffled[i];
 
 		wl->shuffled[i] = wl->shuffled[j];
 		wl->shuffled[j] = swap;
 	}
-	sort_key = wl->expires;
-	qsort(wl->hard_in_order, wl->nr_hard, sizeof(size_t), by_expiry);
+	bench_sort_by_expiry(wl->hard_in_order, wl->nr_hard, wl->expires);
 }
 
 static void workload_free(struct workload *wl)
@@ -346,7 +300,7 @@ phase void wheel_phase_expire(struct workload *wl)
 	size_t n = wl->n, ran = 0;
 	uint64_t step, at;
 
-	step = RANGE_NS / (n / TIMERS_PER_STEP ? n / TIMERS_PER_STEP : 1);
+	step = bench_expire_step(n);
 	for (at = START_NS + step; ran < n; at += step)
 		ran += wheel_advance(wl->w, at);
 }
@@ -358,46 +312,46 @@ static void measure_wheel(struct workload *wl, double *out)
 	uint64_t t0, a, b;
 
 	wheel_init(w, START_NS, 0);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	wheel_phase_add(wl);
-	out[OP_ADD] = per(now_ns() - t0, n);
+	out[OP_ADD] = per(bench_now_ns() - t0, n);
 
 	sink = wheel_next_hard_expiry(w); /* fill the cache */
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	wheel_phase_next_hard_cached(wl);
-	out[OP_NEXT_HARD_CACHED] = per(now_ns() - t0, CACHED_QUERIES);
+	out[OP_NEXT_HARD_CACHED] = per(bench_now_ns() - t0, CACHED_QUERIES);
 
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	wheel_phase_mod_same(wl);
-	out[OP_MOD_SAME] = per(now_ns() - t0, n);
+	out[OP_MOD_SAME] = per(bench_now_ns() - t0, n);
 
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	wheel_phase_mod_far(wl);
-	out[OP_MOD_FAR] = per(now_ns() - t0, n);
+	out[OP_MOD_FAR] = per(bench_now_ns() - t0, n);
 
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	wheel_phase_del(wl);
-	out[OP_DEL] = per(now_ns() - t0, n);
+	out[OP_DEL] = per(bench_now_ns() - t0, n);
 
 	/* Recompute: (delete earliest hard + query) - (delete earliest hard). */
 	wheel_fill(wl);
 	sink = wheel_next_hard_expiry(w);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	wheel_phase_del_earliest_query(wl);
-	a = now_ns() - t0;
+	a = bench_now_ns() - t0;
 	wheel_empty(wl);
 	wheel_fill(wl);
 	sink = wheel_next_hard_expiry(w);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	wheel_phase_del_earliest(wl);
-	b = now_ns() - t0;
+	b = bench_now_ns() - t0;
 	out[OP_NEXT_HARD_RECOMPUTE] = a > b ? per(a - b, wl->nr_hard) : 0;
 	wheel_empty(wl);
 
 	wheel_fill(wl);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	wheel_phase_expire(wl);
-	out[OP_EXPIRE] = per(now_ns() - t0, n);
+	out[OP_EXPIRE] = per(bench_now_ns() - t0, n);
 }
 
 static void measure_heap(struct workload *wl, double *out)
@@ -412,51 +366,57 @@ static void measure_heap(struct workload *wl, double *out)
 	unsigned ran = 0;
 
 	heap_empty(wl);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (i = 0; i < n; i++)
 		heap_add(h, &ht[i], expires[i]);
-	out[OP_ADD] = per(now_ns() - t0, n);
+	out[OP_ADD] = per(bench_now_ns() - t0, n);
 
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (i = 0; i < CACHED_QUERIES; i++)
 		sink = heap_next_hard_expiry(h);
-	out[OP_NEXT_HARD_CACHED] = per(now_ns() - t0, CACHED_QUERIES);
+	out[OP_NEXT_HARD_CACHED] = per(bench_now_ns() - t0, CACHED_QUERIES);
 
-	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		heap_add(h, &ht[visit(wl, i)], same[visit(wl, i)]);
-	out[OP_MOD_SAME] = per(now_ns() - t0, n);
+	t0 = bench_now_ns();
+	for (i = 0; i < n; i++) {
+		size_t j = visit(wl, i);
 
-	t0 = now_ns();
-	for (i = 0; i < n; i++)
-		heap_add(h, &ht[visit(wl, i)], far[visit(wl, i)]);
-	out[OP_MOD_FAR] = per(now_ns() - t0, n);
+		heap_add(h, &ht[j], same[j]);
+	}
+	out[OP_MOD_SAME] = per(bench_now_ns() - t0, n);
 
-	t0 = now_ns();
+	t0 = bench_now_ns();
+	for (i = 0; i < n; i++) {
+		size_t j = visit(wl, i);
+
+		heap_add(h, &ht[j], far[j]);
+	}
+	out[OP_MOD_FAR] = per(bench_now_ns() - t0, n);
+
+	t0 = bench_now_ns();
 	for (i = 0; i < n; i++)
 		heap_del(h, &ht[visit(wl, i)]);
-	out[OP_DEL] = per(now_ns() - t0, n);
+	out[OP_DEL] = per(bench_now_ns() - t0, n);
 
 	heap_fill(wl);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (i = 0; i < nr_hard; i++) {
 		heap_del(h, &ht[hard[i]]);
 		sink = heap_next_hard_expiry(h);
 	}
-	a = now_ns() - t0;
+	a = bench_now_ns() - t0;
 	heap_fill(wl);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (i = 0; i < nr_hard; i++)
 		heap_del(h, &ht[hard[i]]);
-	b = now_ns() - t0;
+	b = bench_now_ns() - t0;
 	out[OP_NEXT_HARD_RECOMPUTE] = a > b ? per(a - b, nr_hard) : 0;
 
 	heap_fill(wl);
-	step = RANGE_NS / (n / TIMERS_PER_STEP ? n / TIMERS_PER_STEP : 1);
-	t0 = now_ns();
+	step = bench_expire_step(n);
+	t0 = bench_now_ns();
 	for (at = START_NS + step; ran < n; at += step)
 		ran += heap_advance(h, at);
-	out[OP_EXPIRE] = per(now_ns() - t0, n);
+	out[OP_EXPIRE] = per(bench_now_ns() - t0, n);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -589,7 +549,7 @@ int main(int argc, char **argv)
 		printf("%9s  %-20s %10s %10s %11s %10s\n", "n", "op",
 		       "wheel_ns", "heap_ns", "heap/wheel", "wheel_cyc");
 	for (i = 0; i < nr_n; i++) {
-		struct sample *s = xcalloc(reps, sizeof(*s));
+		struct sample *s = bench_xcalloc(reps, sizeof(*s));
 		struct workload wl;
 
 		workload_init(&wl, n[i], random_order);
