@@ -410,8 +410,9 @@ static hot_inline void near_append(struct near_buckets *b, unsigned k,
 /*
  * Bucket the timers of the list @l of a wholly due level-1 slot, all due, by
  * key - @origin. Their keys are in range (no timer armed in the past sits
- * above level 0); the clamps only keep the stack safe regardless. No wrap
- * in the sum: keys of levels 0 and 1 are never the saturated key.
+ * above level 0, and no level-1 key is before the group's first); the clamp
+ * only keeps the stack safe regardless, as in near_split(). No wrap in the
+ * sum: keys of levels 0 and 1 are never the saturated key.
  */
 static hot_inline void near_take_all(struct near_buckets *b,
 				     struct wheel_link *l, uint64_t origin,
@@ -422,7 +423,7 @@ static hot_inline void near_take_all(struct near_buckets *b,
 	for (; l; l = next) {
 		struct wheel_timer *t = wheel_timer_of(l);
 		uint64_t key = (t->expires + tick_mask) >> tick_shift;
-		uint64_t k = key < origin ? 0 : key - origin;
+		uint64_t k = key - origin;
 
 		k = k < NEAR_KEYS ? k : NEAR_KEYS - 1;
 		wheel_prefetch_ahead(l);
