@@ -9,6 +9,7 @@
 #include "vm.h"
 
 #define CPUID_1_ECX_X2APIC (1u << 21)
+#define CPUID_1_ECX_HYPERVISOR (1u << 31)
 #define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
 #define CPUID_1_EDX_APIC (1u << 9)
 #define LULL_LEAVES 3
@@ -68,6 +69,10 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 			e.ebx = (e.ebx & 0x00ffffff) | (index << 24);
 			e.ecx &= ~(CPUID_1_ECX_X2APIC |
 				   CPUID_1_ECX_TSC_DEADLINE);
+			/* A standard KVM leaves "hypervisor present" to the
+			 * VMM; software that honours it looks for our leaves
+			 * only when it is set. */
+			e.ecx |= CPUID_1_ECX_HYPERVISOR;
 			e.edx &= ~CPUID_1_EDX_APIC;
 			break;
 		case 0xb:
