@@ -12,6 +12,12 @@
 #include "string.h"
 #include "x86.h"
 
+#define HV_CPUID_FIRST 0x40000000u
+#define HV_CPUID_LAST 0x4000ff00u
+#define HV_CPUID_STEP 0x100u
+
+static const char KVM_SIGNATURE[12] = "KVMKVMKVM\0\0\0";
+
 struct rt_boot rt_boot;
 static int rt_go; /* vCPU 0 sets it when shared state is ready */
 
@@ -54,22 +60,48 @@ void rt_exit(uint32_t code)
 	}
 }
 
-static enum hv_kind detect_hv(void)
+static bool is_lull(uint32_t leaf)
 {
-	struct cpuid_regs r = cpuid(1, 0);
-	char sig[13];
+	struct cpuid_regs r = cpuid(leaf, 0);
 
-	if (!(r.ecx & (1u << 31))) /* hypervisor present bit */
-		return HV_NONE;
-	r = cpuid(0x40000000, 0);
-	memcpy(sig + 0, &r.ebx, 4);
-	memcpy(sig + 4, &r.ecx, 4);
-	memcpy(sig + 8, &r.edx, 4);
-	sig[12] = '\0';
-	if (!memcmp(sig, "LULLLULLLULL", 12))
+	return r.ebx == LULL_SIGNATURE_EBX && r.ecx == LULL_SIGNATURE_ECX &&
+	       r.edx == LULL_SIGNATURE_EDX;
+}
+
+static bool signature_is(uint32_t leaf, const char sig[12])
+{
+	struct cpuid_regs r = cpuid(leaf, 0);
+	char got[12];
+
+	memcpy(got + 0, &r.ebx, 4);
+	memcpy(got + 4, &r.ecx, 4);
+	memcpy(got + 8, &r.edx, 4);
+	return !memcmp(got, sig, 12);
+}
+
+/*
+ * The hypervisor signature leaves are read whether or not CPUID.1:ECX[31]
+ * (hypervisor present) is set: a VMM that passes KVM's supported CPUID
+ * through need not set it. Without a hypervisor these leaves are out of
+ * range and return zeros (AMD) or the highest basic leaf (Intel), which
+ * match no signature. lull is recognised by the first base only. KVM's
+ * leaves may sit at any base 0x40000000 + k * 0x100 (k < 256, as Linux
+ * searches), so that a VMM can offer its own at the first and KVM's
+ * after them.
+ */
+static enum hv_kind detect_hv(uint32_t *base)
+{
+	if (is_lull(LULL_CPUID_SIGNATURE)) {
+		*base = LULL_CPUID_SIGNATURE;
 		return HV_LULL;
-	if (!memcmp(sig, "KVMKVMKVM\0\0\0", 12))
-		return HV_KVM;
+	}
+	for (uint32_t b = HV_CPUID_FIRST; b <= HV_CPUID_LAST; b += HV_CPUID_STEP) {
+		if (signature_is(b, KVM_SIGNATURE)) {
+			*base = b;
+			return HV_KVM;
+		}
+	}
+	*base = 0;
 	return HV_NONE;
 }
 
@@ -131,7 +163,7 @@ void rt_entry(uint32_t start_info, unsigned id)
 	}
 
 	read_start_info(start_info);
-	rt_boot.hv = detect_hv();
+	rt_boot.hv = detect_hv(&rt_boot.hv_base);
 	rt_boot.nr_vcpus = 1;
 	if (rt_boot.hv == HV_LULL) {
 		lull_detect();

@@ -22,6 +22,7 @@ enum hv_kind { HV_NONE, HV_KVM, HV_LULL };
 
 struct rt_boot {
 	enum hv_kind hv;
+	uint32_t hv_base; /* CPUID base of hv's leaves (0x40000000 + k * 0x100) */
 	unsigned nr_vcpus;
 	uint64_t ram_end; /* end of the highest RAM range in the memmap, or 0 */
 	const struct lull_hvm_start_info *start_info; /* NULL if bad magic */
