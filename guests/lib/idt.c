@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* idt.c: see idt.h. */
 #include "idt.h"
+#include "lapic.h"
 #include "layout.h"
 #include "printf.h"
 #include "rt.h"
@@ -25,6 +26,7 @@ extern char isr_stubs[];
 static struct idt_gate idt[256] __attribute__((aligned(16)));
 static irq_handler_t handlers[256];
 static uint64_t unexpected;
+static uint64_t reported[4]; /* bit v: vector v was reported */
 
 static const char *const exception_names[32] = {
 	"#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM",
@@ -46,14 +48,14 @@ static void set_gate(unsigned v)
 }
 
 /*
- * Only the exception gates at boot: the rest are filled when a handler is
- * installed, or by the #NP the first interrupt on an empty gate raises (see
- * trap_dispatch). Filling all 256 is ~3000 instructions, milliseconds of
- * boot time where guest code is emulated (docs/guests.md).
+ * Every gate at boot, so that no vector can arrive on an empty one: an
+ * all-zero gate has an invalid type, and an interrupt there is a #GP on
+ * the IDT entry, which would kill the guest instead of being reported.
+ * The stubs are evenly spaced, so one loop fills the table.
  */
 void idt_init(void)
 {
-	for (unsigned v = 0; v < 32; v++)
+	for (unsigned v = 0; v < ARRAY_SIZE(idt); v++)
 		set_gate(v);
 }
 
@@ -71,10 +73,8 @@ void irq_set_handler(unsigned vector, irq_handler_t fn)
 {
 	if (vector < 32 || vector >= 256)
 		return;
-	/* Handler first, then the gate: the gate is what lets the vector in. */
-	WRITE_ONCE(handlers[vector], fn);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	set_gate(vector);
+	/* Release: a vCPU that sees the handler sees what it uses. */
+	__atomic_store_n(&handlers[vector], fn, __ATOMIC_RELEASE);
 }
 
 uint64_t irq_unexpected_count(void)
@@ -85,43 +85,43 @@ uint64_t irq_unexpected_count(void)
 void trap_dispatch(struct trap_frame *f);
 void irq_dispatch(uint64_t vector);
 
-#define VEC_NP 11
-#define ERR_IDT (1u << 1) /* the error code names an IDT entry */
-
 void trap_dispatch(struct trap_frame *f)
 {
-	uint64_t vector = f->vector;
+	const char *name = exception_names[f->vector];
 
-	/*
-	 * An interrupt on a vector whose gate is not filled yet arrives as #NP
-	 * naming that IDT entry. Fill the gate and handle it as the interrupt
-	 * it was: the handler if one is installed by now (another vCPU may be
-	 * installing it), else counted as unexpected, as with a filled gate.
-	 */
-	if (vector == VEC_NP && (f->error & ERR_IDT) && (f->error >> 3) >= 32 &&
-	    (f->error >> 3) < 256) {
-		vector = f->error >> 3;
-		set_gate((unsigned)vector);
-	} else if (vector < 32) {
-		const char *name = exception_names[f->vector];
+	printf("exception %lu (%s) on vcpu %u: error %#lx rip %#lx rsp %#lx",
+	       f->vector, name ? name : "?", smp_id(), f->error, f->rip, f->rsp);
+	if (f->vector == 14)
+		printf(" cr2 %#lx", read_cr2());
+	printf("\n");
+	rt_exit(EXCEPTION_EXIT_STATUS);
+}
 
-		printf("exception %lu (%s) on vcpu %u: error %#lx rip %#lx rsp %#lx",
-		       f->vector, name ? name : "?", smp_id(), f->error, f->rip,
-		       f->rsp);
-		if (f->vector == 14)
-			printf(" cr2 %#lx", read_cr2());
-		printf("\n");
-		rt_exit(EXCEPTION_EXIT_STATUS);
-	}
-	irq_dispatch(vector);
+/*
+ * A vector nobody handles is a bug somewhere (the VMM's or the guest's):
+ * count it, and say so once per vector, so that the guest's log names it
+ * even if the guest cannot tell what went wrong. The serial lock keeps
+ * interrupts off while it is held, so printing here cannot deadlock with
+ * the code this interrupt stopped.
+ */
+static void unexpected_irq(unsigned vector)
+{
+	uint64_t bit = 1ull << (vector % 64);
+
+	__atomic_fetch_add(&unexpected, 1, __ATOMIC_RELAXED);
+	if (!(__atomic_fetch_or(&reported[vector / 64], bit,
+				__ATOMIC_RELAXED) & bit))
+		printf("irq: unexpected vector %#x on vcpu %u (no handler; reported once per vector)\n",
+		       vector, smp_id());
+	lapic_ack_stray(vector);
 }
 
 void irq_dispatch(uint64_t vector)
 {
-	irq_handler_t fn = READ_ONCE(handlers[vector]);
+	irq_handler_t fn = __atomic_load_n(&handlers[vector], __ATOMIC_ACQUIRE);
 
 	if (fn)
 		fn((unsigned)vector);
 	else
-		__atomic_fetch_add(&unexpected, 1, __ATOMIC_RELAXED);
+		unexpected_irq((unsigned)vector);
 }

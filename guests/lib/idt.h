@@ -2,14 +2,17 @@
 /*
  * idt.h: one IDT shared by all vCPUs.
  *
- * Vectors 0-31 (exceptions) print the vector, error code, RIP (and CR2
- * for a page fault) on serial and exit with status 3. Vectors 32-255 call
- * the handler installed with irq_set_handler(), or count the interrupt as
- * unexpected if there is none. (Their gates are filled lazily: when a
- * handler is installed, or on the #NP that an interrupt on an empty gate
- * raises, which is then handled as that interrupt.) The handler runs with
- * interrupts off on the interrupted vCPU's stack; the stub saves and
- * restores all GPRs.
+ * Every one of the 256 gates is filled at boot. Vectors 0-31 (exceptions)
+ * print the vector, error code, RIP (and CR2 for a page fault) on serial
+ * and exit with status 3. Vectors 32-255 call the handler installed with
+ * irq_set_handler(); an interrupt on a vector without one is counted as
+ * unexpected, printed once per vector ("irq: unexpected vector V on vcpu
+ * I") and, if the local APIC has it in service, acknowledged. The handler
+ * runs with interrupts off on the interrupted vCPU's stack.
+ *
+ * A handler must be installed before anything can raise its vector: on
+ * another vCPU too (see smp_open_gate() in smp.h). Guests that use
+ * interrupts check irq_unexpected_count() before they pass.
  *
  * vCPU 0 calls idt_init() once before releasing the other vCPUs; every
  * vCPU then calls idt_load(). The runtime does both before guest code.

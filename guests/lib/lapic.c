@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
 /* lapic.c: see lapic.h. */
 #include "clock.h"
+#include "idt.h"
 #include "lapic.h"
 #include "x86.h"
 
 #define MSR_APIC_BASE 0x1b
 #define APIC_BASE_ENABLE (1u << 11)
 #define APIC_BASE_X2APIC (1u << 10)
+#define APIC_BASE_ADDR 0xfffff000u
+#define MSR_X2APIC_BASE 0x800 /* x2APIC register r is MSR 0x800 + r / 16 */
+
+#define CPUID1_EDX_APIC (1u << 9)
 
 #define APIC_TPR 0x080
 #define APIC_EOI 0x0b0
 #define APIC_SVR 0x0f0
+#define APIC_ISR 0x100 /* 8 registers, 16 bytes apart, 32 vectors each */
 #define APIC_LVT_TIMER 0x320
 #define APIC_TIMER_INIT 0x380
 #define APIC_TIMER_CUR 0x390
@@ -24,26 +30,38 @@
 
 #define CALIBRATE_NS 20000000ull
 
+enum apic_mode { APIC_NONE, APIC_XAPIC, APIC_X2APIC };
+
+/* One mode for all vCPUs: they share the firmware/VMM's reset state. */
+static enum apic_mode mode;
 static volatile uint32_t *apic;
 static uint64_t timer_hz;
+static uint64_t spurious;
 
 static uint32_t rd(unsigned reg)
 {
+	if (mode == APIC_X2APIC)
+		return (uint32_t)rdmsr(MSR_X2APIC_BASE + reg / 16);
 	return apic[reg / 4];
 }
 
 static void wr(unsigned reg, uint32_t v)
 {
-	apic[reg / 4] = v;
+	if (mode == APIC_X2APIC)
+		wrmsr(MSR_X2APIC_BASE + reg / 16, v);
+	else
+		apic[reg / 4] = v;
 }
 
+/*
+ * The timer's rate is the APIC bus clock, which nothing reports
+ * reliably, so it is measured against the runtime's clock.
+ */
 static uint64_t calibrate(void)
 {
 	uint64_t t0, t1;
 	uint32_t left;
 
-	if (!clock_available())
-		return 1000000000ull; /* KVM's nominal APIC bus rate */
 	wr(APIC_TIMER_DIV, DIV_BY_1);
 	wr(APIC_LVT_TIMER, LVT_MASKED | SPURIOUS_VECTOR);
 	t0 = clock_ns();
@@ -55,21 +73,51 @@ static uint64_t calibrate(void)
 	return (uint64_t)(0xffffffffu - left) * 1000000000ull / (t1 - t0);
 }
 
+/*
+ * A spurious interrupt is the APIC withdrawing one it had signalled: it
+ * is not in service and takes no EOI. Counted, never reported.
+ */
+static void on_spurious(unsigned vector)
+{
+	(void)vector;
+	__atomic_fetch_add(&spurious, 1, __ATOMIC_RELAXED);
+}
+
 bool lapic_init(void)
 {
 	uint64_t base;
 
-	if (!(cpuid(1, 0).edx & (1u << 9)))
+	if (!(cpuid(1, 0).edx & CPUID1_EDX_APIC) || !clock_available())
 		return false;
 	base = rdmsr(MSR_APIC_BASE);
-	if (!(base & APIC_BASE_ENABLE) || (base & APIC_BASE_X2APIC))
-		return false;
-	apic = (volatile uint32_t *)(uintptr_t)(base & 0xfffff000u);
+	if (!(base & APIC_BASE_ENABLE)) {
+		base |= APIC_BASE_ENABLE;
+		wrmsr(MSR_APIC_BASE, base);
+	}
+	if (base & APIC_BASE_X2APIC) {
+		mode = APIC_X2APIC;
+	} else {
+		apic = (volatile uint32_t *)(uintptr_t)(base & APIC_BASE_ADDR);
+		mode = APIC_XAPIC;
+	}
+	irq_set_handler(SPURIOUS_VECTOR, on_spurious);
 	wr(APIC_TPR, 0);
 	wr(APIC_SVR, SVR_ENABLE | SPURIOUS_VECTOR);
 	if (!timer_hz)
 		timer_hz = calibrate();
 	return true;
+}
+
+const char *lapic_mode_name(void)
+{
+	switch (mode) {
+	case APIC_XAPIC:
+		return "xapic";
+	case APIC_X2APIC:
+		return "x2apic";
+	default:
+		return "none";
+	}
 }
 
 uint64_t lapic_timer_hz(void)
@@ -98,6 +146,24 @@ uint32_t lapic_timer_current(void)
 void lapic_eoi(void)
 {
 	wr(APIC_EOI, 0);
+}
+
+/*
+ * An unhandled vector the APIC delivered stays in service until an EOI,
+ * and blocks every vector of its priority class and below: acknowledge
+ * it, or the guest's own timer would never be heard from again.
+ */
+void lapic_ack_stray(unsigned vector)
+{
+	if (mode == APIC_NONE || vector == SPURIOUS_VECTOR)
+		return;
+	if (rd(APIC_ISR + (vector / 32) * 16) & (1u << (vector % 32)))
+		lapic_eoi();
+}
+
+uint64_t lapic_spurious_count(void)
+{
+	return __atomic_load_n(&spurious, __ATOMIC_RELAXED);
 }
 
 uint32_t lapic_ns_to_count(uint64_t ns)

@@ -48,9 +48,11 @@ static void send_chunk(const char *s, size_t n)
 		     : "memory");
 }
 
+/* Interrupt handlers print too (idt.c): the lock is held with IF=0. */
 void serial_write(const char *s, size_t len)
 {
-	spin_lock(&serial_lock);
+	uint64_t flags = spin_lock_irqsave(&serial_lock);
+
 	if (!fifo_on) {
 		outb(COM1 + UART_FCR, FCR_FIFO_ON);
 		fifo_on = true;
@@ -63,5 +65,5 @@ void serial_write(const char *s, size_t len)
 		s += n;
 		len -= n;
 	}
-	spin_unlock(&serial_lock);
+	spin_unlock_irqrestore(&serial_lock, flags);
 }

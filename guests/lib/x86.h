@@ -108,6 +108,21 @@ static inline bool irqs_enabled(void)
 	return f & (1u << 9);
 }
 
+/* cli, returning RFLAGS from before it for irq_restore(). */
+static inline uint64_t irq_save(void)
+{
+	uint64_t f;
+
+	asm volatile("pushfq; popq %0; cli" : "=r"(f) : : "memory");
+	return f;
+}
+
+static inline void irq_restore(uint64_t flags)
+{
+	if (flags & (1u << 9))
+		sti();
+}
+
 static inline uint64_t read_cr2(void)
 {
 	uint64_t v;
