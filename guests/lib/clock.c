@@ -5,10 +5,12 @@
 #include "lull.h"
 #include "rt.h"
 #include "smp.h"
+#include "tsc.h"
 #include "x86.h"
 
 #define MSR_KVM_SYSTEM_TIME_NEW 0x4b564d01
 #define KVM_FEATURE_CLOCKSOURCE2 (1u << 3)
+#define NSEC_PER_SEC 1000000000ull
 
 union page {
 	struct lull_shared_page shared;
@@ -16,7 +18,10 @@ union page {
 };
 
 static union page pages[RT_MAX_VCPUS] __attribute__((aligned(4096)));
-static bool have_clock;
+static enum clock_source source;
+static struct lull_pvclock tsc_record; /* CLOCK_TSC: every vCPU's copy */
+static uint64_t tsc_rate;
+static const char *tsc_how = "none";
 
 struct lull_shared_page *shared_page_of(unsigned i)
 {
@@ -28,27 +33,116 @@ struct lull_shared_page *shared_page(void)
 	return &pages[smp_id()].shared;
 }
 
-int clock_init_this_vcpu(void)
+/* hz * 2^s > 10^9, exactly */
+static bool scaled_above_ns(uint64_t hz, int s)
 {
-	uint64_t gpa = (uintptr_t)shared_page();
+	if (s >= 0)
+		return ((unsigned __int128)hz << s) > NSEC_PER_SEC;
+	return hz > (NSEC_PER_SEC << -s);
+}
+
+/*
+ * The pvclock scale for hz: ns = ((delta << shift) * mul) >> 32 with
+ * mul = 10^9 * 2^32 / (hz * 2^shift). The smallest shift with
+ * hz * 2^shift > 10^9 keeps mul below 2^32 and at least 2^31, the most
+ * precision 32 bits hold. 10^9 * 2^32 fits 64 bits, and so does the
+ * divisor (at most 2 * 10^9); a negative shift drops at most a few low
+ * bits of hz, a relative error of ~10^-9. (No 128-bit division here:
+ * there is no libgcc.)
+ */
+static void pvclock_scale(uint64_t hz, int8_t *shift, uint32_t *mul)
+{
+	uint64_t den;
+	int s = 0;
+
+	while (scaled_above_ns(hz, s - 1))
+		s--;
+	while (!scaled_above_ns(hz, s))
+		s++;
+	den = s >= 0 ? hz << s : hz >> -s;
+	*shift = (int8_t)s;
+	*mul = (uint32_t)((NSEC_PER_SEC << 32) / den);
+}
+
+/*
+ * vCPU 0, before the others run: pick the clock. lull's shared page or
+ * KVM's kvmclock when the hypervisor offers one; else the TSC at a rate
+ * from CPUID or measured against the PIT (tsc.c), written as a pvclock
+ * record that starts at 0 now, so that every reader is the same.
+ */
+void clock_init(void)
+{
+	uint32_t base = rt_boot.hv_base;
 
 	if (rt_boot.hv == HV_LULL) {
-		long r = lull_set_shared_page(gpa);
-
-		if (r < 0)
-			return (int)r;
-		have_clock = true;
-	} else if (rt_boot.hv == HV_KVM &&
-		   (cpuid(0x40000001, 0).eax & KVM_FEATURE_CLOCKSOURCE2)) {
-		wrmsr(MSR_KVM_SYSTEM_TIME_NEW, gpa | 1);
-		have_clock = true;
+		source = CLOCK_LULL;
+		return;
 	}
-	return 0;
+	if (rt_boot.hv == HV_KVM && cpuid(base, 0).eax >= base + 1 &&
+	    (cpuid(base + 1, 0).eax & KVM_FEATURE_CLOCKSOURCE2)) {
+		source = CLOCK_KVM;
+		return;
+	}
+	tsc_rate = tsc_hz(&tsc_how);
+	if (!tsc_rate) {
+		source = CLOCK_NONE;
+		return;
+	}
+	pvclock_scale(tsc_rate, &tsc_record.tsc_shift,
+		      &tsc_record.tsc_to_system_mul);
+	tsc_record.flags = LULL_PVCLOCK_TSC_STABLE;
+	tsc_record.tsc_timestamp = rdtsc_ordered();
+	source = CLOCK_TSC;
+}
+
+int clock_init_this_vcpu(void)
+{
+	struct lull_shared_page *page = shared_page();
+	long r;
+
+	switch (source) {
+	case CLOCK_LULL:
+		r = lull_set_shared_page((uintptr_t)page);
+		return r < 0 ? (int)r : 0;
+	case CLOCK_KVM:
+		wrmsr(MSR_KVM_SYSTEM_TIME_NEW, (uintptr_t)page | 1);
+		return 0;
+	case CLOCK_TSC:
+		page->clock = tsc_record;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+enum clock_source clock_source(void)
+{
+	return source;
+}
+
+const char *clock_name(void)
+{
+	switch (source) {
+	case CLOCK_LULL:
+		return "lull-pvclock";
+	case CLOCK_KVM:
+		return "kvmclock";
+	case CLOCK_TSC:
+		return "tsc";
+	default:
+		return "none";
+	}
+}
+
+uint64_t clock_tsc_hz(const char **how)
+{
+	*how = tsc_how;
+	return tsc_rate;
 }
 
 bool clock_available(void)
 {
-	return have_clock;
+	return source != CLOCK_NONE;
 }
 
 uint64_t pvclock_read(const volatile struct lull_pvclock *c)
@@ -80,7 +174,7 @@ uint64_t pvclock_read(const volatile struct lull_pvclock *c)
 
 uint64_t clock_ns(void)
 {
-	if (!have_clock)
+	if (source == CLOCK_NONE)
 		return 0;
 	return pvclock_read(&shared_page()->clock);
 }

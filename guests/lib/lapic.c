@@ -55,22 +55,28 @@ static void wr(unsigned reg, uint32_t v)
 
 /*
  * The timer's rate is the APIC bus clock, which nothing reports
- * reliably, so it is measured against the runtime's clock.
+ * reliably, so it is measured against the runtime's clock. Register
+ * accesses can be slow (~50 µs where the APIC is emulated by QEMU's
+ * TCG), so the clock is read after the write that starts the count and
+ * before the read that ends it: the count ran at least that long, the
+ * rate comes out high rather than low, and a timer armed with it fires
+ * late rather than early.
  */
 static uint64_t calibrate(void)
 {
-	uint64_t t0, t1;
+	uint64_t started, ended;
 	uint32_t left;
 
 	wr(APIC_TIMER_DIV, DIV_BY_1);
 	wr(APIC_LVT_TIMER, LVT_MASKED | SPURIOUS_VECTOR);
-	t0 = clock_ns();
 	wr(APIC_TIMER_INIT, 0xffffffffu);
-	clock_wait_until(t0 + CALIBRATE_NS);
+	started = clock_ns();
+	clock_wait_until(started + CALIBRATE_NS);
+	ended = clock_ns();
 	left = rd(APIC_TIMER_CUR);
-	t1 = clock_ns();
 	wr(APIC_TIMER_INIT, 0);
-	return (uint64_t)(0xffffffffu - left) * 1000000000ull / (t1 - t0);
+	return (uint64_t)(0xffffffffu - left) * 1000000000ull /
+	       (ended - started);
 }
 
 /*

@@ -174,6 +174,7 @@ void rt_entry(uint32_t start_info, unsigned id)
 		       rt_boot.nr_vcpus, RT_MAX_VCPUS);
 		rt_exit(1);
 	}
+	clock_init();
 	idt_init();
 	__atomic_store_n(&rt_go, 1, __ATOMIC_RELEASE);
 	this_vcpu_init();

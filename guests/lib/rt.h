@@ -3,9 +3,10 @@
  * rt.h: the runtime's start and end, and what it found at boot.
  *
  * Boot order: vCPU 0 reads start_info (command line, RAM size), detects
- * the hypervisor, checks the vCPU count (at most RT_MAX_VCPUS), builds
+ * the hypervisor, checks the vCPU count (at most RT_MAX_VCPUS), picks the
+ * clock (clock.h; measuring the TSC takes ~60 ms where it must), builds
  * the IDT and then releases the other vCPUs. Every vCPU loads the IDT and
- * registers its clock (lull shared page, or kvmclock) before guest code:
+ * registers its clock (lull shared page, kvmclock or TSC) before guest code:
  * vCPU 0 calls guest_main() and exits with its return value; the others
  * call guest_ap_main(id), whose default halts with interrupts off forever.
  * Interrupts are off when guest code starts. The APs may be in
