@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "layout.h"
 #include "lull.h"
+#include "printf.h"
 #include "rt.h"
 #include "smp.h"
 #include "tsc.h"
@@ -22,6 +23,7 @@ static enum clock_source source;
 static struct lull_pvclock tsc_record; /* CLOCK_TSC: every vCPU's copy */
 static uint64_t tsc_rate;
 static const char *tsc_how = "none";
+static char tsc_name[32]; /* "tsc-" and tsc_how */
 
 struct lull_shared_page *shared_page_of(unsigned i)
 {
@@ -74,7 +76,7 @@ void clock_init(void)
 {
 	uint32_t base = rt_boot.hv_base;
 
-	if (rt_boot.hv == HV_LULL) {
+	if (rt_boot.hv == HV_LULL && (lull_info.features & LULL_FEAT_PVCLOCK)) {
 		source = CLOCK_LULL;
 		return;
 	}
@@ -88,6 +90,7 @@ void clock_init(void)
 		source = CLOCK_NONE;
 		return;
 	}
+	snprintf(tsc_name, sizeof(tsc_name), "tsc-%s", tsc_how);
 	pvclock_scale(tsc_rate, &tsc_record.tsc_shift,
 		      &tsc_record.tsc_to_system_mul);
 	tsc_record.flags = LULL_PVCLOCK_TSC_STABLE;
@@ -128,7 +131,7 @@ const char *clock_name(void)
 	case CLOCK_KVM:
 		return "kvmclock";
 	case CLOCK_TSC:
-		return "tsc";
+		return tsc_name;
 	default:
 		return "none";
 	}

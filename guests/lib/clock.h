@@ -26,7 +26,7 @@ void clock_init(void);
 int clock_init_this_vcpu(void);
 bool clock_available(void);
 enum clock_source clock_source(void);
-/* "lull-pvclock", "kvmclock", "tsc" or "none". */
+/* "lull-pvclock", "kvmclock", "tsc-<how>" (see tsc.h) or "none". */
 const char *clock_name(void);
 /* CLOCK_TSC: the TSC rate and how it was found ("pit", "cpuid-0x15", ...). */
 uint64_t clock_tsc_hz(const char **how);

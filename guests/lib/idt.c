@@ -90,7 +90,8 @@ void trap_dispatch(struct trap_frame *f)
 	const char *name = exception_names[f->vector];
 
 	printf("exception %lu (%s) on vcpu %u: error %#lx rip %#lx rsp %#lx",
-	       f->vector, name ? name : "?", smp_id(), f->error, f->rip, f->rsp);
+	       f->vector, name ? name : "?", smp_id(), f->error, f->rip,
+	       f->rsp);
 	if (f->vector == 14)
 		printf(" cr2 %#lx", read_cr2());
 	printf("\n");
@@ -107,10 +108,11 @@ void trap_dispatch(struct trap_frame *f)
 static void unexpected_irq(unsigned vector)
 {
 	uint64_t bit = 1ull << (vector % 64);
+	uint64_t seen;
 
 	__atomic_fetch_add(&unexpected, 1, __ATOMIC_RELAXED);
-	if (!(__atomic_fetch_or(&reported[vector / 64], bit,
-				__ATOMIC_RELAXED) & bit))
+	seen = __atomic_fetch_or(&reported[vector / 64], bit, __ATOMIC_RELAXED);
+	if (!(seen & bit))
 		printf("irq: unexpected vector %#x on vcpu %u (no handler; reported once per vector)\n",
 		       vector, smp_id());
 	lapic_ack_stray(vector);

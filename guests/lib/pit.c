@@ -5,7 +5,8 @@
 
 #define PIT_CH0 0x40
 #define PIT_CMD 0x43
-#define CMD_CH0_LOHI_MODE2 0x34 /* channel 0, low then high byte, rate generator */
+/* channel 0, low then high byte, mode 2 (rate generator) */
+#define CMD_CH0_LOHI_MODE2 0x34
 #define CMD_CH0_LATCH 0x00
 
 /* A PIT ticks every 838 ns: far fewer reads than this see it move. */

@@ -95,7 +95,8 @@ static enum hv_kind detect_hv(uint32_t *base)
 		*base = LULL_CPUID_SIGNATURE;
 		return HV_LULL;
 	}
-	for (uint32_t b = HV_CPUID_FIRST; b <= HV_CPUID_LAST; b += HV_CPUID_STEP) {
+	for (uint32_t b = HV_CPUID_FIRST; b <= HV_CPUID_LAST;
+	     b += HV_CPUID_STEP) {
 		if (signature_is(b, KVM_SIGNATURE)) {
 			*base = b;
 			return HV_KVM;
