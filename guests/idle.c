@@ -13,6 +13,9 @@
  * when all have reported. In --timer-mode strict every tick wakes the
  * vCPU, so delivered is large and merged about 0: both pass.
  *
+ * The APs wait at the runtime's gate until vCPU 0 has installed the
+ * handlers, so that no tick arrives on a vector without one.
+ *
  * Under QEMU (no lull) there is no deferral: vCPU 0 takes a 10 ms LAPIC
  * tick and stops after seconds=N; delivered = ticks handled, merged = 0.
  *   idle: vcpu I delivered=D merged=M handled=H
@@ -106,6 +109,7 @@ void guest_ap_main(unsigned id)
 {
 	struct vcpu_result *me = &res[id];
 
+	smp_wait_gate(); /* vCPU 0's handlers first: our tick uses them */
 	timer_init();
 	if (arm_housekeeping() < 0)
 		printf("idle: vcpu %u could not arm its tick\n", id);
@@ -135,8 +139,9 @@ int guest_main(void)
 	irq_set_handler(VEC_HK, on_hk);
 	irq_set_handler(VEC_END, on_wake);
 	irq_set_handler(VEC_WAKE, on_wake);
-	printf("idle: backend=%s vcpus=%u: 10 ms %s ticks, end in %lu s\n",
-	       timer_backend_name(), n,
+	smp_open_gate();
+	printf("idle: backend=%s clock=%s vcpus=%u: 10 ms %s ticks, end in %lu s\n",
+	       timer_backend_name(), clock_name(), n,
 	       be == TIMER_LULL ? "deferrable" : "LAPIC", seconds);
 
 	cli();
@@ -169,6 +174,11 @@ int guest_main(void)
 	}
 	if (!ok) {
 		printf("idle: FAIL deferred ticks were not delivered on wake\n");
+		return 1;
+	}
+	if (irq_unexpected_count()) {
+		printf("idle: FAIL %lu interrupt(s) on vectors without a handler\n",
+		       irq_unexpected_count());
 		return 1;
 	}
 	printf("idle: PASS vcpus=%u seconds=%lu delivered=%lu merged=%lu\n", n,
