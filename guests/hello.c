@@ -9,8 +9,9 @@
 
 int guest_main(void)
 {
-	printf("hello: lull guest up (vcpu %u of %u, hv %s, cmdline \"%s\")\n",
-	       smp_id(), smp_count(), hv_name(rt_boot.hv), cmdline());
+	printf("hello: lull guest up (vcpu %u of %u, hv %s, clock %s, cmdline \"%s\")\n",
+	       smp_id(), smp_count(), hv_name(rt_boot.hv), clock_name(),
+	       cmdline());
 	printf("hello: PASS hv=%s vcpus=%u\n", hv_name(rt_boot.hv),
 	       smp_count());
 	return 0;

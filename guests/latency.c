@@ -46,8 +46,8 @@ int guest_main(void)
 		count = MAX_SAMPLES;
 	rand_seed(&r, seed);
 	irq_set_handler(VEC_SHOT, on_shot);
-	printf("latency: backend=%s: %lu hard one-shots %llu-%llu us ahead, seed=%lu\n",
-	       timer_backend_name(), count, MIN_AHEAD_NS / 1000,
+	printf("latency: backend=%s clock=%s: %lu hard one-shots %llu-%llu us ahead, seed=%lu\n",
+	       timer_backend_name(), clock_name(), count, MIN_AHEAD_NS / 1000,
 	       MAX_AHEAD_NS / 1000, seed);
 
 	cli();
@@ -79,6 +79,11 @@ int guest_main(void)
 		}
 	}
 	p = percentiles(samples, count);
+	if (irq_unexpected_count()) {
+		printf("latency: FAIL %lu interrupt(s) on vectors without a handler\n",
+		       irq_unexpected_count());
+		return 1;
+	}
 	if (early) {
 		printf("latency: FAIL %lu of %lu timers fired early (worst %lu ns) seed=%lu\n",
 		       early, count, worst_early, seed);

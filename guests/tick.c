@@ -108,12 +108,12 @@ int guest_main(void)
 	}
 	irq_set_handler(VEC_TICK, on_tick);
 	irq_set_handler(VEC_WORK, on_work);
-	printf("tick: backend=%s: 1000 Hz %s tick, 100 ms hard work timer, %lu s\n",
-	       timer_backend_name(),
+	printf("tick: backend=%s clock=%s: 1000 Hz %s tick, 100 ms hard work timer, %lu s\n",
+	       timer_backend_name(), clock_name(),
 	       be == TIMER_LULL ? "deferrable" : "LAPIC periodic", seconds);
 	if (be == TIMER_LAPIC)
-		printf("tick: LAPIC timer measured at %lu Hz against kvmclock\n",
-		       lapic_timer_hz());
+		printf("tick: LAPIC (%s) timer measured at %lu Hz against %s\n",
+		       lapic_mode_name(), lapic_timer_hz(), clock_name());
 
 	cli();
 	t0 = clock_ns();
@@ -159,6 +159,11 @@ int guest_main(void)
 	if (works + work_track.skipped + 1 < want) {
 		printf("tick: FAIL work ran %lu times and %lu were merged, want %lu\n",
 		       works, work_track.skipped, want);
+		return 1;
+	}
+	if (irq_unexpected_count()) {
+		printf("tick: FAIL %lu interrupt(s) on vectors without a handler\n",
+		       irq_unexpected_count());
 		return 1;
 	}
 	if (be == TIMER_LULL && work_track.early) {
