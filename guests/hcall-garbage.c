@@ -133,9 +133,9 @@ int guest_main(void)
 	long nop;
 
 	if (rt_boot.hv != HV_LULL) {
-		printf("hcall-garbage: PASS skipped=1 (hv %s, no lull hypercalls)\n",
+		printf("hcall-garbage: SKIP needs lull's hypercalls (hv %s)\n",
 		       hv_name(rt_boot.hv));
-		return 0;
+		return RT_EXIT_SKIP;
 	}
 	rand_seed(&r, seed);
 	printf("hcall-garbage: %lu calls, seed=%lu, ram_end=%#lx, slots=%u\n",

@@ -104,9 +104,9 @@ int guest_main(void)
 	uint64_t total = 0, late;
 
 	if (rt_boot.hv != HV_LULL) {
-		printf("storm: PASS skipped=1 (lull is not here: hv %s)\n",
+		printf("storm: SKIP needs lull's timer slots (hv %s)\n",
 		       hv_name(rt_boot.hv));
-		return 0;
+		return RT_EXIT_SKIP;
 	}
 	irq_set_handler(VEC_STORM, on_tick);
 	irq_set_handler(VEC_FENCE, on_fence);
@@ -128,6 +128,11 @@ int guest_main(void)
 	if (bad) {
 		printf("storm: FAIL %u vcpu(s) got ticks after stopping every slot\n",
 		       bad);
+		return 1;
+	}
+	if (irq_unexpected_count()) {
+		printf("storm: FAIL %lu interrupt(s) on vectors without a handler\n",
+		       irq_unexpected_count());
 		return 1;
 	}
 	printf("storm: PASS vcpus=%u slots=%u seconds=%lu ticks=%lu\n", n,

@@ -23,7 +23,7 @@ enum hv_kind { HV_NONE, HV_KVM, HV_LULL };
 
 struct rt_boot {
 	enum hv_kind hv;
-	uint32_t hv_base; /* CPUID base of hv's leaves (0x40000000 + k * 0x100) */
+	uint32_t hv_base; /* hv's CPUID leaves: 0x40000000 + k * 0x100 */
 	unsigned nr_vcpus;
 	uint64_t ram_end; /* end of the highest RAM range in the memmap, or 0 */
 	const struct lull_hvm_start_info *start_info; /* NULL if bad magic */
@@ -35,6 +35,9 @@ const char *hv_name(enum hv_kind hv);
 
 int guest_main(void);
 void guest_ap_main(unsigned id);
+
+/* A guest that cannot run here (e.g. needs lull) prints SKIP and exits with this. */
+#define RT_EXIT_SKIP 77
 
 /* Write code to the debug-exit port (0xf4); under QEMU the status becomes (code << 1) | 1. */
 void rt_exit(uint32_t code) __attribute__((noreturn));
