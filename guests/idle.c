@@ -132,8 +132,8 @@ int guest_main(void)
 	long r;
 
 	if (be == TIMER_NONE) {
-		printf("idle: FAIL no timer backend (hv %s)\n",
-		       hv_name(rt_boot.hv));
+		printf("idle: FAIL no timer backend (hv %s, clock %s)\n",
+		       hv_name(rt_boot.hv), clock_name());
 		return 1;
 	}
 	irq_set_handler(VEC_HK, on_hk);

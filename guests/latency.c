@@ -38,8 +38,8 @@ int guest_main(void)
 	struct rand r;
 
 	if (timer_init() == TIMER_NONE) {
-		printf("latency: FAIL no timer backend (hv %s)\n",
-		       hv_name(rt_boot.hv));
+		printf("latency: FAIL no timer backend (hv %s, clock %s)\n",
+		       hv_name(rt_boot.hv), clock_name());
 		return 1;
 	}
 	if (count > MAX_SAMPLES)

@@ -102,8 +102,8 @@ int guest_main(void)
 	long r1 = 0, r2 = 0;
 
 	if (be == TIMER_NONE) {
-		printf("tick: FAIL no timer backend (hv %s)\n",
-		       hv_name(rt_boot.hv));
+		printf("tick: FAIL no timer backend (hv %s, clock %s)\n",
+		       hv_name(rt_boot.hv), clock_name());
 		return 1;
 	}
 	irq_set_handler(VEC_TICK, on_tick);
