@@ -62,14 +62,18 @@ const char *guest(const char *name)
 	return p;
 }
 
-void require_kvm(void)
+const char *kvm_unavailable(void)
 {
+	static char why[128];
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 
-	if (fd < 0)
-		cr_skip_test("needs /dev/kvm: cannot open it (%s)",
-			     strerror(errno));
-	close(fd);
+	if (fd >= 0) {
+		close(fd);
+		return NULL;
+	}
+	snprintf(why, sizeof(why), "needs /dev/kvm: cannot open it (%s)",
+		 strerror(errno));
+	return why;
 }
 
 void require_guest(const char *name)
@@ -302,6 +306,20 @@ unsigned count_lines_with(const char *s, const char *sub)
 bool contains_ci(const char *s, const char *sub)
 {
 	return strcasestr(s, sub) != NULL;
+}
+
+void assert_sentence(const char *err, const char *const want[])
+{
+	const char *eol = strchr(err, '\n');
+	char *first = strndup(err, eol ? (size_t)(eol - err) : strlen(err));
+
+	cr_assert(strstr(err, "lull: "), "no 'lull: ' sentence in stderr:\n%s",
+		  err);
+	for (; *want; want++)
+		cr_assert(contains_ci(err, *want),
+			  "stderr does not mention '%s':\n%s", *want, err);
+	cr_assert_gt(strlen(first), 10, "stderr:\n%s", err);
+	free(first);
 }
 
 const char *find_json(const char *out)

@@ -44,8 +44,12 @@ struct run {
 const char *lull_bin(void);
 const char *guest(const char *name);
 
-/* Skips the calling test (with the reason) when /dev/kvm cannot be opened. */
-void require_kvm(void);
+/*
+ * Why this host cannot run VMs ("cannot open /dev/kvm: ..."), or NULL when
+ * it can. The suites that need KVM call it once, before any test (see
+ * kvm_main.c), rather than skipping test by test.
+ */
+const char *kvm_unavailable(void);
 /*
  * Skips the calling test when guests/meson.build does not build guest NAME
  * (LULL_GUEST_NAMES): a guest that is listed but missing still fails.
@@ -66,6 +70,12 @@ void run_lullv(struct run *r, double limit_s, char *const args[]);
 /* spawn lull with args; argv NULL-terminated, without the lull binary. */
 int spawn_lull(struct proc *p, ...) __attribute__((sentinel));
 void run_free(struct run *r);
+
+/* A NULL-terminated list of words, for assert_sentence and the like. */
+#define USAGE(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+/* The first line of err starts "lull: " and err mentions each of want. */
+void assert_sentence(const char *err, const char *const want[]);
 
 /* Lines in s (a last line without '\n' counts), and lines containing sub. */
 unsigned count_lines(const char *s);

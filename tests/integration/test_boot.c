@@ -21,7 +21,6 @@ Test(boot, hello_prints_and_exits_0)
 {
 	struct run r;
 
-	require_kvm();
 	run_lull(&r, QUICK_S, "run", guest("hello"), NULL);
 
 	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
@@ -38,7 +37,6 @@ Test(boot, hello_sees_its_cmdline)
 {
 	struct run r;
 
-	require_kvm();
 	run_lull(&r, QUICK_S, "run", "--cmdline", "alpha=1 beta",
 		 guest("hello"), NULL);
 
@@ -53,7 +51,6 @@ static void check_smp_hello(unsigned n)
 	char vcpus[16], line[64];
 	struct run r;
 
-	require_kvm();
 	snprintf(vcpus, sizeof(vcpus), "%u", n);
 	run_lull(&r, QUICK_S, "run", "--vcpus", vcpus, guest("smp-hello"),
 		 NULL);
@@ -89,7 +86,6 @@ Test(boot, triple_fault_is_status_125_with_one_line)
 {
 	struct run r;
 
-	require_kvm();
 	run_lull(&r, QUICK_S, "run", guest("triple-fault"), NULL);
 
 	cr_assert_eq(r.status, 125, "status %d\nstderr:\n%s", r.status, r.err);
@@ -108,7 +104,6 @@ static void check_timeout(const char *name, const char *vcpus)
 {
 	struct run r;
 
-	require_kvm();
 	run_lull(&r, QUICK_S, "run", "--timeout", "0.5", "--vcpus", vcpus,
 		 guest(name), NULL);
 
@@ -146,7 +141,6 @@ static void check_signal(int sig, const char *vcpus, int want_status,
 	struct proc p;
 	struct run r;
 
-	require_kvm();
 	cr_assert_eq(
 		spawn_lull(&p, "run", "--vcpus", vcpus, guest("spin"), NULL),
 		0);
@@ -184,7 +178,6 @@ Test(boot, sigint_stops_halt_forever_with_130)
 	struct proc p;
 	struct run r;
 
-	require_kvm();
 	cr_assert_eq(spawn_lull(&p, "run", "--vcpus", "2",
 				guest("halt-forever"), NULL),
 		     0);
@@ -279,7 +272,6 @@ Test(boot, console_file_gets_guest_output_not_stdout)
 	struct run r;
 	char *text;
 
-	require_kvm();
 	cr_assert_geq(fd, 0);
 	close(fd);
 	run_lull(&r, QUICK_S, "run", "--console", path, guest("hello"), NULL);
@@ -319,7 +311,6 @@ Test(boot, stats_to_stdout_has_every_field)
 	const char *json;
 	struct run r;
 
-	require_kvm();
 	run_lull(&r, QUICK_S, "run", "--vcpus", "2", "--stats", "-",
 		 guest("smp-hello"), NULL);
 	json = find_json(r.out);
@@ -358,7 +349,6 @@ Test(boot, stats_file_with_console_file)
 	struct run r;
 	char *json;
 
-	require_kvm();
 	cr_assert_geq(fd, 0);
 	close(fd);
 	run_lull(&r, QUICK_S, "run", "--console", "/dev/null", "--stats", stats,
@@ -387,7 +377,6 @@ static void check_hcall_garbage(const char *vcpus)
 	char path[64];
 	struct run r;
 
-	require_kvm();
 	run_lull(&r, 60.0, "run", "--vcpus", vcpus, "--stats", "-", "--cmdline",
 		 "count=3000", guest("hcall-garbage"), NULL);
 	json = find_json(r.out);
@@ -461,7 +450,6 @@ Test(boot, hello_boots_on_qemu_microvm)
 	struct proc p;
 	struct run r;
 
-	require_kvm();
 	if (!in_path("qemu-system-x86_64", qemu, sizeof(qemu)))
 		cr_skip_test(
 			"needs qemu-system-x86_64, which is not installed");
@@ -481,7 +469,6 @@ Test(boot, guest_exception_is_reported_by_the_runtime)
 {
 	struct run r;
 
-	require_kvm();
 	require_guest("exception");
 	run_lull(&r, 20.0, "run", guest("exception"), NULL);
 

@@ -21,7 +21,6 @@ static void check_guest(const char *name, const char *vcpus, const char *mode,
 	char pass[64];
 	struct run r;
 
-	require_kvm();
 	require_guest(name);
 	run_lull(&r, LIMIT_S, "run", "--vcpus", vcpus, "--timer-mode", mode,
 		 "--cmdline", cmdline, guest(name), NULL);
@@ -83,7 +82,6 @@ Test(timers, abi_has_no_fail_lines)
 {
 	struct run r;
 
-	require_kvm();
 	require_guest("abi");
 	run_lull(&r, LIMIT_S, "run", guest("abi"), NULL);
 
@@ -109,7 +107,6 @@ static const char *run_idle(struct run *r, const char *mode)
 {
 	const char *json;
 
-	require_kvm();
 	require_guest("idle");
 	run_lull(r, LIMIT_S, "run", "--vcpus", "4", "--timer-mode", mode,
 		 "--cmdline", "seconds=1", "--stats", "-", guest("idle"), NULL);
@@ -204,7 +201,6 @@ Test(timers, storm_with_128_slots_per_vcpu)
 {
 	struct run r;
 
-	require_kvm();
 	require_guest("storm");
 	run_lull(&r, LIMIT_S, "run", "--vcpus", "2", "--timer-slots", "128",
 		 "--stats", "-", guest("storm"), NULL);

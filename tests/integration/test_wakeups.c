@@ -73,7 +73,6 @@ static double sample_idle(const char *mode, long delta[2])
 	struct proc p;
 	struct run r;
 
-	require_kvm();
 	require_guest("idle");
 	cr_assert_eq(spawn_lull(&p, "run", "--vcpus", "2", "--timer-mode", mode,
 				"--cmdline", "seconds=2", guest("idle"), NULL),
@@ -148,7 +147,6 @@ static void check_counts_agree(const char *mode)
 	struct run r;
 	char path[64];
 
-	require_kvm();
 	require_guest("idle");
 	run_lull(&r, 60.0, "run", "--vcpus", "4", "--timer-mode", mode,
 		 "--cmdline", "seconds=1", "--stats", "-", guest("idle"), NULL);
