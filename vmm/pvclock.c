@@ -43,8 +43,8 @@ uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift)
 }
 
 /*
- * The guest TSC is the host TSC plus a per-vCPU offset (no TSC scaling on
- * this host: KVM_CAP_TSC_CONTROL is 0). KVM reports the offset directly
+ * The guest TSC is the host TSC plus a per-vCPU offset (lull does not ask
+ * for TSC scaling, so the rates are equal). KVM reports the offset directly
  * where it supports KVM_VCPU_TSC_OFFSET; otherwise we read the guest's
  * IA32_TSC between two host reads and take the midpoint.
  */
@@ -77,6 +77,7 @@ int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz)
 
 	if (!tsc_khz)
 		return -ENODEV;
+	src->vcpu_fd = vcpu_fd;
 	r = measure_offset(vcpu_fd, &src->tsc_offset);
 	if (r < 0)
 		return r;
@@ -90,6 +91,9 @@ void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 	uint64_t t0, t1, now;
 	uint32_t version = rec->version;
 
+	/* On failure the last offset stands: the guest clamps what follows. */
+	if (!src->tsc_stable)
+		measure_offset(src->vcpu_fd, &src->tsc_offset);
 	/* Host TSC read on both sides of the clock read: use the midpoint. */
 	t0 = __rdtsc();
 	now = clock_now_ns();
@@ -101,7 +105,7 @@ void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 	rec->system_time = now;
 	rec->tsc_to_system_mul = src->mul;
 	rec->tsc_shift = src->shift;
-	rec->flags = LULL_PVCLOCK_TSC_STABLE;
+	rec->flags = src->tsc_stable ? LULL_PVCLOCK_TSC_STABLE : 0;
 	atomic_thread_fence(memory_order_release);
 	rec->version = (version | 1) + 1;
 	src->last_sync_ns = now;

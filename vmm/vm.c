@@ -121,9 +121,23 @@ fail:
 	return r;
 }
 
+/*
+ * KVM's own verdict on the host TSC, once every vCPU exists (its master
+ * clock needs them all in step). Without it, guest clocks are re-measured
+ * at each anchor (pvclock.h).
+ */
+static bool kvm_tsc_stable(int vm_fd)
+{
+	struct kvm_clock_data d = { 0 };
+
+	return ioctl(vm_fd, KVM_GET_CLOCK, &d) == 0 &&
+	       (d.flags & KVM_CLOCK_TSC_STABLE);
+}
+
 static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 {
 	struct kvm_cpuid2 *cpuid;
+	bool tsc_stable;
 	int r;
 
 	vm->cpus = calloc(vm->cfg.nr_vcpus, sizeof(*vm->cpus));
@@ -173,7 +187,12 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 		}
 	}
 	free(cpuid);
-	return r < 0 ? r : 0;
+	if (r < 0)
+		return r;
+	tsc_stable = kvm_tsc_stable(vm->vm_fd);
+	for (unsigned i = 0; i < vm->cfg.nr_vcpus; i++)
+		vm->cpus[i].pv.clock.tsc_stable = tsc_stable;
+	return 0;
 }
 
 int vm_create(struct vm *vm, const struct vm_config *cfg)

@@ -175,11 +175,33 @@ uint64_t pvclock_read(const volatile struct lull_pvclock *c)
 	return ns;
 }
 
+/* The largest reading any vCPU has returned, for unstable-TSC records. */
+static uint64_t last_ns;
+
 uint64_t clock_ns(void)
 {
+	const volatile struct lull_pvclock *c;
+	uint64_t ns, last;
+
 	if (source == CLOCK_NONE)
 		return 0;
-	return pvclock_read(&shared_page()->clock);
+	c = &shared_page()->clock;
+	ns = pvclock_read(c);
+	if (c->flags & LULL_PVCLOCK_TSC_STABLE)
+		return ns;
+	/*
+	 * Without a stable TSC the hypervisor moves this vCPU's TSC offset and
+	 * re-anchors the record, so a reading may fall behind an earlier one,
+	 * here or on another vCPU: time never goes back (docs/abi.md).
+	 */
+	last = __atomic_load_n(&last_ns, __ATOMIC_RELAXED);
+	do {
+		if (ns <= last)
+			return last;
+	} while (!__atomic_compare_exchange_n(&last_ns, &last, ns, false,
+					      __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return ns;
 }
 
 void clock_wait_until(uint64_t t)
