@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --stats: one JSON object describing the run (the interface contract in
- * DESIGN.md): wall and host CPU time, memory, untrusted-guest counters, and
+ * --stats: one JSON object describing the run (README, docs/benchmarks.md):
+ * wall and host CPU time, memory, untrusted-guest counters, and
  * per vCPU wakeups, halts, exits, injections, timers fired by kind and the
  * lateness / deferral histograms as p50, p99, max.
  */
