@@ -62,22 +62,28 @@ static void vcpu_switches(pid_t pid, long sw[MAX_VCPUS])
 }
 
 /*
- * Runs idle with 2 vCPUs for 2 s in mode and samples the vCPU threads at
- * two instants inside the run, window_s apart. Returns the deltas.
+ * One run of idle with 2 vCPUs for `seconds` in mode, sampling the vCPU
+ * threads at two instants window_s apart inside it. The window counts
+ * only if it closed before the guest's end timer could fire: idle arms
+ * it `seconds` after it started, which is after the spawn. False when a
+ * slow host stretched the sampling past that (the deltas are then not of
+ * an idle window at all).
  */
-static double sample_idle(const char *mode, long delta[2])
+static bool sample_idle_once(const char *mode, unsigned seconds,
+			     long delta[2], double *window_s)
 {
 	struct timespec settle = { 0, 300000000 }, window = { 1, 0 };
 	long before[MAX_VCPUS], after[MAX_VCPUS];
+	char arg[32];
 	double t0, t1;
 	struct proc p;
 	struct run r;
 
-	require_guest("idle");
+	snprintf(arg, sizeof(arg), "seconds=%u", seconds);
 	cr_assert_eq(spawn_lull(&p, "run", "--vcpus", "2", "--timer-mode", mode,
-				"--cmdline", "seconds=2", guest("idle"), NULL),
+				"--cmdline", arg, guest("idle"), NULL),
 		     0);
-	cr_assert(proc_wait_output(&p, "idle: backend=", 10.0),
+	cr_assert(proc_wait_output(&p, "idle: backend=", 10.0 + seconds),
 		  "idle never started");
 	nanosleep(&settle, NULL); /* let both vCPUs arm their ticks and halt */
 
@@ -86,10 +92,16 @@ static double sample_idle(const char *mode, long delta[2])
 	nanosleep(&window, NULL);
 	vcpu_switches(p.pid, after);
 	t1 = now_s();
-	proc_wait(&p, 30.0, &r);
+	proc_wait(&p, 30.0 + seconds, &r);
 
 	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
 		     r.status, r.out, r.err);
+	run_free(&r);
+	if (t1 >= p.started + seconds) {
+		cr_log_info("%s: sampling ended %.3f s after the spawn, past the %u s run: again, longer",
+			    mode, t1 - p.started, seconds);
+		return false;
+	}
 	for (int i = 0; i < 2; i++) {
 		cr_assert(before[i] >= 0 && after[i] >= 0,
 			  "no thread named vcpu%d in /proc/%d/task", i, p.pid);
@@ -97,8 +109,23 @@ static double sample_idle(const char *mode, long delta[2])
 	}
 	cr_log_info("%s: vcpu0 +%ld, vcpu1 +%ld voluntary switches in %.3f s",
 		    mode, delta[0], delta[1], t1 - t0);
-	run_free(&r);
-	return t1 - t0;
+	*window_s = t1 - t0;
+	return true;
+}
+
+/* The deltas of an idle window inside the run; returns its length. */
+static double sample_idle(const char *mode, long delta[2])
+{
+	unsigned seconds = 2;
+	double window_s = 0;
+
+	require_guest("idle");
+	for (int i = 0; i < 4; i++, seconds *= 2)
+		if (sample_idle_once(mode, seconds, delta, &window_s))
+			return window_s;
+	cr_assert_fail("%s: no 1 s sampling window fitted in a %u s run",
+		       mode, seconds / 2);
+	return 0;
 }
 
 Test(wakeups, idle_deferrable_vcpu_threads_stay_asleep)
