@@ -41,7 +41,8 @@ struct vcpu_ops {
 		   unsigned count, uint8_t *data);
 	void (*mmio)(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 		     uint8_t *data);
-	/* Called on every return to the VMM before timers run. */
+	/* Called on a return to the VMM before timers run, as long as the
+	 * vCPU has not slept since it left the guest. */
 	void (*resync)(struct vcpu *v, uint64_t now);
 	/* The guest broke (triple fault, internal error...): one line. */
 	void (*fatal)(struct vcpu *v, const char *what);
@@ -87,6 +88,8 @@ struct vcpu {
 	timer_t kick_timer;
 	bool kick_timer_made;
 	uint64_t kick_armed_at;
+
+	bool slept; /* idle since the last exit: see vcpu_ops.resync */
 
 	_Atomic int state;
 	atomic_bool kick_pending;

@@ -77,6 +77,7 @@ int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz)
 
 	if (!tsc_khz)
 		return -ENODEV;
+	src->vcpu_fd = vcpu_fd;
 	r = measure_offset(vcpu_fd, &src->tsc_offset);
 	if (r < 0)
 		return r;
@@ -90,6 +91,9 @@ void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 	uint64_t t0, t1, now;
 	uint32_t version = rec->version;
 
+	/* On failure the last offset stands: the guest clamps what follows. */
+	if (!src->tsc_stable)
+		measure_offset(src->vcpu_fd, &src->tsc_offset);
 	/* Host TSC read on both sides of the clock read: use the midpoint. */
 	t0 = __rdtsc();
 	now = clock_now_ns();

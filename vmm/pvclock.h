@@ -14,13 +14,13 @@
  * KVM_CLOCK_TSC_STABLE: unsynchronized host CPUs, often a nested host),
  * KVM moves the guest's TSC offset as the vCPU comes and goes: it freezes
  * the guest TSC while the vCPU is out and, on the next entry, catches it
- * up to the line "rate x host time since the vCPU's TSC was set". That
- * line is the mapping measured at creation, so the offset is still
- * measured once; measuring it again between runs would catch the TSC
- * mid-freeze and throw the guest clock forward by the vCPU's idle time.
- * The record then goes out without LULL_PVCLOCK_TSC_STABLE, which tells
- * the guest that readings may step between vCPUs and to keep its own
- * clock monotonic (docs/abi.md).
+ * up towards "rate x host time since the vCPU's TSC was set". Each anchor
+ * then measures the offset afresh, and the vCPU anchors only right after
+ * an exit, before it has slept (vcpu_ops.resync): a measurement after an
+ * idle sleep would catch the TSC frozen and throw the guest clock forward
+ * by the sleep. The record goes out without LULL_PVCLOCK_TSC_STABLE, which
+ * tells the guest that readings may step and to keep its own clock
+ * monotonic (docs/abi.md).
  */
 #ifndef LULL_PVCLOCK_H
 #define LULL_PVCLOCK_H
@@ -33,7 +33,8 @@
 #define PVCLOCK_RESYNC_NS 1000000000ull
 
 struct pvclock_src {
-	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE: the flag the record carries */
+	int vcpu_fd;
+	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE: offset fixed, measured once */
 	int64_t tsc_offset; /* guest TSC - host TSC */
 	uint32_t mul;
 	int8_t shift;
@@ -47,7 +48,8 @@ void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift);
 uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift);
 /* Measures the guest TSC offset of a vCPU (its fd) and sets the scale. */
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz);
-/* Writes a fresh record (version odd while writing, then even). */
+/* Writes a fresh record (version odd while writing, then even); without a
+ * stable TSC, re-measures the offset first. */
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec);
 
 #endif
