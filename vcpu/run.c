@@ -52,8 +52,9 @@ static void take_posted(struct vcpu *v)
 	}
 }
 
-/* Every return to the VMM: run whatever is due, hard and deferred alike. */
-static void catch_up(struct vcpu *v)
+/* Every return to the VMM: run whatever is due, hard and deferred alike.
+ * Returns the time it ran them at. */
+static uint64_t catch_up(struct vcpu *v)
 {
 	uint64_t now = clock_now_ns();
 
@@ -62,6 +63,7 @@ static void catch_up(struct vcpu *v)
 		v->ops->resync(v, now);
 	wheel_advance(&v->wheel, now);
 	take_posted(v);
+	return now;
 }
 
 static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)
@@ -313,10 +315,19 @@ static void *vcpu_thread(void *arg)
 		return NULL;
 	}
 	while (!stopping(v)) {
-		catch_up(v);
+		uint64_t now = catch_up(v), kick_at;
+
 		inject(v);
-		arm_kick_timer(
-			v, sat_add(wheel_next_expiry(&v->wheel), v->slop_ns));
+		/*
+		 * A host slower than the guest's timers (loaded, or nested)
+		 * finds the next expiry already past by the time it enters
+		 * the guest; kicked at once, the vCPU would only ever take
+		 * interrupts and never run its own code.
+		 */
+		kick_at = sat_add(wheel_next_expiry(&v->wheel), v->slop_ns);
+		if (kick_at < now + VCPU_MIN_RUN_NS)
+			kick_at = now + VCPU_MIN_RUN_NS;
+		arm_kick_timer(v, kick_at);
 
 		atomic_store(&v->state, VCPU_IN_GUEST);
 		if (atomic_load(&v->kick_pending) || stopping(v)) {

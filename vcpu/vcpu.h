@@ -33,6 +33,11 @@
 /* The kick signal: blocked everywhere except inside KVM_RUN. */
 #define SIG_VCPU_KICK SIGUSR1
 
+/* A timer kick lets the guest run at least this long after each entry:
+ * timers due sooner wait for it, so a storm of them cannot starve the
+ * guest's own code (the ABI's period floor is the same 100 us). */
+#define VCPU_MIN_RUN_NS 100000ull
+
 struct vcpu;
 
 struct vcpu_ops {
