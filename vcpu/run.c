@@ -59,7 +59,7 @@ static uint64_t catch_up(struct vcpu *v)
 	uint64_t now = clock_now_ns();
 
 	atomic_store(&v->kick_pending, false);
-	if (v->ops->resync && !v->slept)
+	if (v->ops->resync)
 		v->ops->resync(v, now);
 	wheel_advance(&v->wheel, now);
 	take_posted(v);
@@ -193,7 +193,6 @@ static void halt(struct vcpu *v)
 		}
 		r = idle_sleep(&v->idle, deadline);
 		atomic_store(&v->state, VCPU_IN_VMM);
-		v->slept = true;
 		v->stats.host_wakeups++;
 		if (r < 0) {
 			fatal(v, "idle wait failed: %s", strerror(-r));
@@ -336,7 +335,6 @@ static void *vcpu_thread(void *arg)
 		}
 		r = ioctl(v->fd, KVM_RUN, 0);
 		atomic_store(&v->state, VCPU_IN_VMM);
-		v->slept = false;
 		v->stats.exits++;
 		if (r < 0) {
 			if (errno == EINTR || errno == EAGAIN) {

@@ -46,8 +46,7 @@ struct vcpu_ops {
 		   unsigned count, uint8_t *data);
 	void (*mmio)(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 		     uint8_t *data);
-	/* Called on a return to the VMM before timers run, as long as the
-	 * vCPU has not slept since it left the guest. */
+	/* Called on every return to the VMM before timers run. */
 	void (*resync)(struct vcpu *v, uint64_t now);
 	/* The guest broke (triple fault, internal error...): one line. */
 	void (*fatal)(struct vcpu *v, const char *what);
@@ -72,6 +71,7 @@ enum vcpu_state { VCPU_IN_VMM, VCPU_IN_GUEST, VCPU_IDLE };
 struct vcpu {
 	unsigned index;
 	int fd; /* -1 for a vCPU without KVM (unit tests) */
+	uint64_t created_ns; /* just after KVM_CREATE_VCPU returned */
 	struct kvm_run *run;
 	size_t run_size;
 	bool sync_regs; /* KVM_CAP_SYNC_REGS: regs travel in kvm_run */
@@ -93,8 +93,6 @@ struct vcpu {
 	timer_t kick_timer;
 	bool kick_timer_made;
 	uint64_t kick_armed_at;
-
-	bool slept; /* idle since the last exit: see vcpu_ops.resync */
 
 	_Atomic int state;
 	atomic_bool kick_pending;

@@ -71,19 +71,32 @@ static int measure_offset(int vcpu_fd, int64_t *offset)
 	return 0;
 }
 
-int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz)
+int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
+		 uint64_t tsc_zero_ns)
 {
 	int r;
 
 	if (!tsc_khz)
 		return -ENODEV;
-	src->vcpu_fd = vcpu_fd;
 	r = measure_offset(vcpu_fd, &src->tsc_offset);
 	if (r < 0)
 		return r;
+	src->tsc_khz = tsc_khz;
+	src->tsc_zero_ns = tsc_zero_ns;
 	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
 	src->ready = true;
 	return 0;
+}
+
+/* The guest TSC the record maps `now` to. */
+static uint64_t guest_tsc_at(const struct pvclock_src *src, uint64_t now,
+			     uint64_t host_tsc)
+{
+	if (src->tsc_stable)
+		return host_tsc + (uint64_t)src->tsc_offset;
+	/* KVM's line: the vCPUs' TSC was 0 at tsc_zero_ns (pvclock.h) */
+	return (uint64_t)((unsigned __int128)(now - src->tsc_zero_ns) *
+			  src->tsc_khz / 1000000u);
 }
 
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
@@ -91,9 +104,6 @@ void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 	uint64_t t0, t1, now;
 	uint32_t version = rec->version;
 
-	/* On failure the last offset stands: the guest clamps what follows. */
-	if (!src->tsc_stable)
-		measure_offset(src->vcpu_fd, &src->tsc_offset);
 	/* Host TSC read on both sides of the clock read: use the midpoint. */
 	t0 = __rdtsc();
 	now = clock_now_ns();
@@ -101,7 +111,7 @@ void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 
 	rec->version = version | 1;
 	atomic_thread_fence(memory_order_release);
-	rec->tsc_timestamp = t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
+	rec->tsc_timestamp = guest_tsc_at(src, now, t0 + (t1 - t0) / 2);
 	rec->system_time = now;
 	rec->tsc_to_system_mul = src->mul;
 	rec->tsc_shift = src->shift;

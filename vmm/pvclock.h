@@ -12,15 +12,15 @@
  *
  * Where KVM does not call the host's TSC stable (KVM_GET_CLOCK without
  * KVM_CLOCK_TSC_STABLE: unsynchronized host CPUs, often a nested host),
- * KVM moves the guest's TSC offset as the vCPU comes and goes: it freezes
- * the guest TSC while the vCPU is out and, on the next entry, catches it
- * up towards "rate x host time since the vCPU's TSC was set". Each anchor
- * then measures the offset afresh, and the vCPU anchors only right after
- * an exit, before it has slept (vcpu_ops.resync): a measurement after an
- * idle sleep would catch the TSC frozen and throw the guest clock forward
- * by the sleep. The record goes out without LULL_PVCLOCK_TSC_STABLE, which
- * tells the guest that readings may step and to keep its own clock
- * monotonic (docs/abi.md).
+ * there is no fixed offset to measure. KVM freezes the guest TSC while the
+ * vCPU is out and, at each entry, catches it up to its own line for the
+ * VM: "the TSC was 0 when the first vCPU was created, and counts at
+ * tsc_khz since" (the others are synchronized to it). The guest TSC is
+ * never behind that line, so the record follows the line itself, with the
+ * creation time taken just after KVM_CREATE_VCPU returned: a guest clock
+ * that errs, errs late, and no timer looks early. The record goes out
+ * without LULL_PVCLOCK_TSC_STABLE, which tells the guest that readings
+ * may step and to keep its own clock monotonic (docs/abi.md).
  */
 #ifndef LULL_PVCLOCK_H
 #define LULL_PVCLOCK_H
@@ -33,9 +33,10 @@
 #define PVCLOCK_RESYNC_NS 1000000000ull
 
 struct pvclock_src {
-	int vcpu_fd;
-	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE: offset fixed, measured once */
-	int64_t tsc_offset; /* guest TSC - host TSC */
+	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE: the offset holds */
+	int64_t tsc_offset; /* guest TSC - host TSC, when stable */
+	uint32_t tsc_khz;
+	uint64_t tsc_zero_ns; /* host ns at guest TSC 0, when not stable */
 	uint32_t mul;
 	int8_t shift;
 	uint64_t last_sync_ns;
@@ -46,10 +47,11 @@ struct pvclock_src {
 void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift);
 /* Guest ns for a TSC delta, exactly as a guest computes it. */
 uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift);
-/* Measures the guest TSC offset of a vCPU (its fd) and sets the scale. */
-int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz);
-/* Writes a fresh record (version odd while writing, then even); without a
- * stable TSC, re-measures the offset first. */
+/* Measures the guest TSC offset of a vCPU (its fd) and sets the scale;
+ * tsc_zero_ns is when the VM's first vCPU was created. */
+int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
+		 uint64_t tsc_zero_ns);
+/* Writes a fresh record (version odd while writing, then even). */
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec);
 
 #endif

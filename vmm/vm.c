@@ -137,6 +137,7 @@ static bool kvm_tsc_stable(int vm_fd)
 static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 {
 	struct kvm_cpuid2 *cpuid;
+	uint64_t tsc_zero_ns = 0;
 	bool tsc_stable;
 	int r;
 
@@ -162,6 +163,8 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 			       strerror(-r));
 			break;
 		}
+		if (i == 0) /* KVM set its TSC to 0 as it made it: pvclock.h */
+			tsc_zero_ns = v->created_ns;
 		pvtimer_init(&cpu->pv, v, vm->cfg.nr_slots,
 			     vm->cfg.timer_mode == TIMER_MODE_STRICT,
 			     vm->cfg.missed_ticks);
@@ -178,7 +181,8 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 
 			vm->tsc_khz = khz > 0 ? (uint32_t)khz : 0;
 		}
-		r = pvclock_init(&cpu->pv.clock, v->fd, vm->tsc_khz);
+		r = pvclock_init(&cpu->pv.clock, v->fd, vm->tsc_khz,
+				 tsc_zero_ns);
 		if (r < 0) {
 			vm_err(vm,
 			       "cannot read vCPU %u's TSC for its pvclock: %s",
