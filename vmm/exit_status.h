@@ -13,9 +13,10 @@
 	65 /* guest ELF missing, malformed, not PVH, too big */
 #define LULL_EXIT_NO_KVM 69 /* /dev/kvm missing, not permitted, or unusable */
 #define LULL_EXIT_HOST 71 /* the host refused a resource (memory, threads) */
+#define LULL_EXIT_IO 74 /* --stats could not be written (guest status was 0) */
 #define LULL_EXIT_TIMEOUT 124 /* --timeout expired */
 #define LULL_EXIT_GUEST_CRASH \
 	125 /* triple fault, KVM internal error, failed entry */
-#define LULL_EXIT_SIGNAL_BASE 128 /* SIGINT -> 130, SIGTERM -> 143 */
+#define LULL_EXIT_SIGNAL_BASE 128 /* SIGHUP 129, SIGINT 130, SIGTERM 143 */
 
 #endif

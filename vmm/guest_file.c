@@ -67,8 +67,15 @@ static int read_open_file(int fd, void **buf, size_t *size, char *err,
 		return errmsg(err, err_len, EINVAL,
 			      "not a regular file (it is a %s)",
 			      file_kind(st.st_mode));
-	if (st.st_size == 0)
+	if (st.st_size == 0) {
+		char byte;
+
+		/* /proc and /sys files say 0 whatever they hold */
+		if (read(fd, &byte, 1) > 0)
+			return errmsg(err, err_len, EINVAL,
+				      "its size reads 0 but it has content (a /proc or /sys file?): not a guest image");
 		return errmsg(err, err_len, EINVAL, "the file is empty");
+	}
 	if ((unsigned long long)st.st_size > PVH_MAX_FILE_SIZE)
 		return errmsg(
 			err, err_len, EFBIG,

@@ -3,6 +3,7 @@
  * one sentence and an exit status (exit_status.h). */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -42,9 +43,10 @@ static const char usage_text[] =
 	"  -V, --version              lull's version\n"
 	"\n"
 	"exit status: the guest's debug-exit value; 64 bad usage; 65 bad guest image;\n"
-	"69 /dev/kvm missing or not permitted; 71 host refused a resource; 124 timeout;\n"
+	"69 /dev/kvm missing or not permitted; 71 host refused a resource; 74 the\n"
+	"--stats write failed (when the guest's status was 0); 124 timeout;\n"
 	"125 guest crashed (triple fault, KVM internal error, failed entry);\n"
-	"130/143 stopped by SIGINT/SIGTERM.\n";
+	"129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.\n";
 
 enum {
 	OPT_CMDLINE = 256,
@@ -93,7 +95,8 @@ static bool parse_u64(const char *s, uint64_t *out)
 	char *end;
 	unsigned long long v;
 
-	if (!*s || *s == '-' || *s == '+')
+	/* strtoull would skip blanks and take a sign: " -1" must not wrap */
+	if (!isdigit((unsigned char)*s))
 		return false;
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -103,27 +106,30 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-/* "16M", "512K", "1G", "4096": binary units. */
+/* "16M", "16MiB", "16MB", "512K", "1G", "4096": binary units. */
 static bool parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 	unsigned shift = 0;
 
-	if (!*s || *s == '-' || *s == '+')
+	/* strtoull would skip blanks and take a sign: " -1" must not wrap */
+	if (!isdigit((unsigned char)*s))
 		return false;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (errno)
 		return false;
-	/* K, M, G, T: binary units, as the help says */
+	/* K, M, G, T: binary units, as the help says; then "iB" or "B" */
 	if (*end && strchr("kKmMgGtT", *end)) {
 		shift = 10 *
 			(unsigned)(strchr("KMGT", toupper(*end)) - "KMGT" + 1);
 		end++;
+		if (end[0] == 'i' && end[1] == 'B')
+			end += 2;
+		else if (*end == 'B')
+			end++;
 	}
-	if (*end == 'i' || *end == 'B' || *end == 'b')
-		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
 	if (*end || (shift && v > (UINT64_MAX >> shift)))
 		return false;
 	*out = (uint64_t)v << shift;
@@ -276,6 +282,7 @@ int main(int argc, char **argv)
 {
 	uint64_t process_start = clock_now_ns();
 	struct vm_config cfg;
+	FILE *stats = NULL;
 	struct vm vm;
 	int r, status;
 
@@ -295,6 +302,11 @@ int main(int argc, char **argv)
 	r = parse_run(argc - 1, argv + 1, &cfg);
 	if (r)
 		return r;
+	if (cfg.stats_path && !(stats = stats_open(cfg.stats_path)))
+		return usage_error("cannot write --stats to %s: %s",
+				   cfg.stats_path, strerror(errno));
+	/* A reader that went away is the console's to note, not fatal. */
+	signal(SIGPIPE, SIG_IGN);
 	r = vcpu_signals_init();
 	if (r < 0) {
 		fprintf(stderr,
@@ -310,12 +322,16 @@ int main(int argc, char **argv)
 	}
 	status = vm_run(&vm);
 	report_stop(&vm, status);
-	if (cfg.stats_path) {
-		r = stats_write(&vm, cfg.stats_path, process_start);
-		if (r < 0)
+	if (stats) {
+		r = stats_write(&vm, stats, process_start);
+		if (r < 0) {
 			fprintf(stderr,
 				"lull: cannot write --stats to %s: %s\n",
 				cfg.stats_path, strerror(-r));
+			/* the guest's own failure, if any, says more */
+			if (!status)
+				status = LULL_EXIT_IO;
+		}
 	}
 	vm_destroy(&vm);
 	return status;

@@ -108,15 +108,17 @@ static void json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-int stats_write(struct vm *vm, const char *path, uint64_t process_start_ns)
+FILE *stats_open(const char *path)
 {
-	bool to_stdout = !strcmp(path, "-");
-	FILE *f = to_stdout ? stdout : fopen(path, "w");
+	return strcmp(path, "-") ? fopen(path, "we") : stdout;
+}
+
+int stats_write(struct vm *vm, FILE *f, uint64_t process_start_ns)
+{
+	bool to_stdout = f == stdout;
 	uint64_t rss = status_kib("VmRSS"), guest = guest_resident_kib(vm);
 	uint64_t first = vm->console.first_byte_ns;
 
-	if (!f)
-		return -errno;
 	fputs("{\n  \"guest\": ", f);
 	json_string(f, vm->cfg.guest_path);
 	fprintf(f, ",\n  \"exit_status\": %d,\n  \"stop_reason\": ",

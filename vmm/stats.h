@@ -9,10 +9,17 @@
 #define LULL_STATS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 struct vm;
 
-/* path "-" is stdout. Returns 0 or a negative errno. */
-int stats_write(struct vm *vm, const char *path, uint64_t process_start_ns);
+/*
+ * Opens the --stats destination before the run, so that a path lull cannot
+ * write is a usage error rather than a run lost at the end. path "-" is
+ * stdout. Returns NULL with errno set.
+ */
+FILE *stats_open(const char *path);
+/* Writes the object and closes f. Returns 0 or a negative errno. */
+int stats_write(struct vm *vm, FILE *f, uint64_t process_start_ns);
 
 #endif

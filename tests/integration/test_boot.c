@@ -4,7 +4,9 @@
  * command line, runs lull as a child process and asserts on its exit
  * status, its stdout/stderr and (where it says so) its --stats JSON.
  */
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -478,4 +480,47 @@ Test(boot, guest_exception_is_reported_by_the_runtime)
 	cr_assert(strstr(r.out, "exception 6 (#UD) on vcpu 0: error 0x0 rip 0x"),
 		  "stdout:\n%s", r.out);
 	run_free(&r);
+}
+
+/*
+ * `lull run hello.elf | head -1`: a console reader that went away must not
+ * take the VM down (SIGPIPE, status 141); the guest's own status stands.
+ * With --stats on the same closed stdout the stats are lost, which is 74.
+ */
+static int run_into_closed_pipe(const char *stats)
+{
+	int fds[2], ws;
+	pid_t pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	close(fds[0]);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		signal(SIGPIPE, SIG_DFL);
+		dup2(fds[1], 1);
+		dup2(null, 2);
+		execl(lull_bin(), lull_bin(), "run", "--stats", stats,
+		      guest("hello"), (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	cr_assert_eq(waitpid(pid, &ws, 0), pid);
+	cr_assert(WIFEXITED(ws), "lull was killed by signal %d",
+		  WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+	return WEXITSTATUS(ws);
+}
+
+Test(boot, closed_stdout_does_not_stop_the_vm)
+{
+	char stats[] = "/tmp/lull-stats-XXXXXX";
+	int fd = mkstemp(stats);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(run_into_closed_pipe(stats), 0);
+	unlink(stats);
+	cr_assert_eq(run_into_closed_pipe("-"), 74);
 }

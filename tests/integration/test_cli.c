@@ -43,6 +43,36 @@ Test(cli, mem_bad_suffix)
 		    USAGE("--mem", "16X"));
 }
 
+/* strtoull skips blanks and takes a sign: neither may reach it. */
+Test(cli, mem_blank_then_minus)
+{
+	check_usage(USAGE("run", "--mem", " -1048576", guest("hello")),
+		    USAGE("--mem"));
+}
+
+Test(cli, slop_blank_then_minus)
+{
+	check_usage(USAGE("run", "--slop", " -5", guest("hello")),
+		    USAGE("--slop"));
+}
+
+/* "i" and "iB" belong to a unit: "16i" and "16iB" are not sizes. */
+Test(cli, mem_i_without_unit)
+{
+	check_usage(USAGE("run", "--mem", "16i", guest("hello")),
+		    USAGE("--mem", "16i"));
+	check_usage(USAGE("run", "--mem", "16iB", guest("hello")),
+		    USAGE("--mem", "16iB"));
+}
+
+/* Before boot, not after the run: a path lull cannot write is usage. */
+Test(cli, stats_path_unwritable_is_usage)
+{
+	check_usage(USAGE("run", "--stats", "/nonexistent/dir/stats.json",
+			  guest("hello")),
+		    USAGE("--stats", "/nonexistent/dir/stats.json"));
+}
+
 Test(cli, mem_zero)
 {
 	check_usage(USAGE("run", "--mem", "0", guest("hello")), USAGE("--mem"));
@@ -196,6 +226,18 @@ Test(cli, guest_empty)
 	make_file(path, "", 0);
 	check_bad_guest(path);
 	unlink(path);
+}
+
+/* A /proc file has content behind a size of 0: not "empty". */
+Test(cli, guest_under_proc)
+{
+	struct run r;
+
+	run_lull(&r, LIMIT_S, "run", "/proc/self/status", NULL);
+	cr_assert_eq(r.status, 65, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert(strstr(r.err, "/proc"), "stderr:\n%s", r.err);
+	cr_assert_null(strstr(r.err, "empty"), "stderr:\n%s", r.err);
+	run_free(&r);
 }
 
 Test(cli, guest_is_a_directory)
