@@ -15,15 +15,22 @@ int console_open(struct console *c, const char *path, char *err, size_t errlen)
 	c->fd = STDOUT_FILENO;
 	if (!path || !strcmp(path, "-"))
 		return 0;
-	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * Non-blocking, so that a FIFO nobody reads fails at once (ENXIO)
+	 * instead of holding lull in open() before --timeout even starts;
+	 * writes block again afterwards.
+	 */
+	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK,
+		     0644);
 	if (c->fd < 0) {
 		int e = errno;
 
 		snprintf(err, errlen, "cannot open console file %s: %s", path,
-			 strerror(e));
+			 e == ENXIO ? "a FIFO with no reader" : strerror(e));
 		c->fd = -1;
 		return -e;
 	}
+	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
 	c->own_fd = true;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "clock.h"
 #include "stats.h"
@@ -267,6 +268,15 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 	return 0;
 }
 
+/* Whether a and b name one file: writing a would then destroy b. */
+static bool same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 static void report_stop(const struct vm *vm, int status)
 {
 	if (status == LULL_EXIT_GUEST_CRASH && vm->stop_reason[0] &&
@@ -302,6 +312,12 @@ int main(int argc, char **argv)
 	r = parse_run(argc - 1, argv + 1, &cfg);
 	if (r)
 		return r;
+	if (cfg.console_path && same_file(cfg.console_path, cfg.guest_path))
+		return usage_error("--console %s is the guest image",
+				   cfg.console_path);
+	if (cfg.stats_path && same_file(cfg.stats_path, cfg.guest_path))
+		return usage_error("--stats %s is the guest image",
+				   cfg.stats_path);
 	if (cfg.stats_path && !(stats = stats_open(cfg.stats_path)))
 		return usage_error("cannot write --stats to %s: %s",
 				   cfg.stats_path, strerror(errno));

@@ -216,20 +216,21 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	vm->start_ns = clock_now_ns();
 	vm->console.fd = -1;
 
-	r = console_open(&vm->console, cfg->console_path, err, sizeof(err));
-	if (r < 0) {
-		vm_err(vm, "%s", err);
-		return -LULL_EXIT_USAGE;
-	}
 	/*
 	 * The guest image is read and loaded before /dev/kvm is opened, into
 	 * memory KVM is told about afterwards: a wrong path or a broken image
-	 * is reported as such (65) on any host, with or without KVM.
+	 * is reported as such (65) on any host, with or without KVM. The
+	 * console, which truncates its file, is opened only after.
 	 */
 	if (map_ram(vm) < 0)
 		return -LULL_EXIT_HOST;
 	if (load_guest(vm, &entry, &start_info) < 0)
 		return -LULL_EXIT_BAD_GUEST;
+	r = console_open(&vm->console, cfg->console_path, err, sizeof(err));
+	if (r < 0) {
+		vm_err(vm, "%s", err);
+		return -LULL_EXIT_USAGE;
+	}
 	if (open_kvm(vm) < 0)
 		return -LULL_EXIT_NO_KVM;
 	r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -395,5 +396,58 @@ Test(cli, console_path_unwritable)
 			  contains_ci(r.err, "console"),
 		  "stderr:\n%s", r.err);
 	cr_assert_eq(count_lines(r.err), 1, "want one sentence:\n%s", r.err);
+	run_free(&r);
+}
+
+/* --console or --stats naming the guest image must not truncate it. */
+static void check_output_is_the_image(const char *option)
+{
+	char path[] = "/tmp/lull-guest-XXXXXX";
+	size_t before, after;
+	char *copy = read_file(guest("hello"), &before);
+	int fd = mkstemp(path);
+	struct run r;
+
+	cr_assert_not_null(copy);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, copy, before), (ssize_t)before);
+	close(fd);
+	run_lull(&r, LIMIT_S, "run", option, path, path, NULL);
+	cr_assert_eq(r.status, 64, "%s: status %d\nstderr:\n%s", option,
+		     r.status, r.err);
+	assert_sentence(r.err, USAGE(option, "guest image"));
+	free(read_file(path, &after));
+	cr_assert_eq(after, before, "%s truncated the image", option);
+	unlink(path);
+	free(copy);
+	run_free(&r);
+}
+
+Test(cli, console_is_the_guest_image)
+{
+	check_output_is_the_image("--console");
+}
+
+Test(cli, stats_is_the_guest_image)
+{
+	check_output_is_the_image("--stats");
+}
+
+/* A FIFO nobody reads: a clear error at once, not a hang in open(). */
+Test(cli, console_fifo_without_reader)
+{
+	char dir[] = "/tmp/lull-fifo-XXXXXX", fifo[64];
+	struct run r;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/console", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	run_lull(&r, LIMIT_S, "run", "--timeout", "1", "--console", fifo,
+		 guest("hello"), NULL);
+	cr_assert_not(r.killed, "lull hung opening the FIFO");
+	cr_assert_eq(r.status, 64, "status %d\nstderr:\n%s", r.status, r.err);
+	assert_sentence(r.err, USAGE("FIFO"));
+	unlink(fifo);
+	rmdir(dir);
 	run_free(&r);
 }
