@@ -8,10 +8,12 @@
 #include "clock.h"
 #include "console.h"
 
-int console_open(struct console *c, const char *path, char *err, size_t errlen)
+int console_open(struct console *c, const char *path, uint64_t limit,
+		 char *err, size_t errlen)
 {
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
+	c->limit = limit;
 	c->fd = STDOUT_FILENO;
 	if (!path || !strcmp(path, "-"))
 		return 0;
@@ -37,17 +39,34 @@ int console_open(struct console *c, const char *path, char *err, size_t errlen)
 
 static void flush_locked(struct console *c)
 {
-	size_t off = 0;
+	size_t off = 0, len = c->len;
 
-	while (off < c->len) {
-		ssize_t n = write(c->fd, c->buf + off, c->len - off);
+	if (c->limit && c->written + len > c->limit) {
+		len = (size_t)(c->limit - c->written);
+		if (!c->limit_said) {
+			c->limit_said = true;
+			fprintf(stderr,
+				"lull: console output past --console-limit %lu bytes is dropped\n",
+				c->limit);
+		}
+	}
+	while (!c->closed && off < len) {
+		ssize_t n = write(c->fd, c->buf + off, len - off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			break; /* a closed stdout must not take the VM down */
+		if (n <= 0) {
+			/* a reader that went away must not take the VM down */
+			c->closed = true;
+			fprintf(stderr,
+				"lull: the console stopped taking output (%s): the rest is dropped\n",
+				n < 0 ? strerror(errno) : "short write");
+			break;
+		}
 		off += (size_t)n;
 	}
+	c->written += off;
+	c->dropped += c->len - off;
 	c->len = 0;
 }
 

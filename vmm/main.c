@@ -39,6 +39,8 @@ static const char usage_text[] =
 	"      --timer-slots N        timer slots per vCPU, 2..128 (default 64)\n"
 	"      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
 	"      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
+	"      --console-limit SIZE   write at most SIZE bytes of console output (K/M/G);\n"
+	"                             the rest is dropped and counted (default: no limit)\n"
 	"      --stats FILE           write run statistics as JSON to FILE ('-': stdout)\n"
 	"  -h, --help                 this text\n"
 	"  -V, --version              lull's version\n"
@@ -57,6 +59,7 @@ enum {
 	OPT_SLOTS,
 	OPT_TIMEOUT,
 	OPT_CONSOLE,
+	OPT_CONSOLE_LIMIT,
 	OPT_STATS,
 };
 
@@ -70,6 +73,7 @@ static const struct option long_options[] = {
 	{ "timer-slots", required_argument, NULL, OPT_SLOTS },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "console", required_argument, NULL, OPT_CONSOLE },
+	{ "console-limit", required_argument, NULL, OPT_CONSOLE_LIMIT },
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -234,6 +238,13 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		}
 		case OPT_CONSOLE:
 			cfg->console_path = optarg;
+			break;
+		case OPT_CONSOLE_LIMIT:
+			if (!parse_size(optarg, &n) || !n)
+				return usage_error(
+					"--console-limit '%s' is not a size above 0 (use e.g. 64K, 10M)",
+					optarg);
+			cfg->console_limit = n;
 			break;
 		case OPT_STATS:
 			cfg->stats_path = optarg;

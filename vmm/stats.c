@@ -141,6 +141,9 @@ int stats_write(struct vm *vm, FILE *f, uint64_t process_start_ns)
 		vm->end_ns - vm->start_ns, process_cpu_ns(),
 		first ? first - process_start_ns : 0, rss, guest,
 		rss > guest ? rss - guest : 0);
+	fprintf(f,
+		"  \"console_bytes\": %lu,\n  \"console_dropped\": %lu,\n",
+		vm->console.bytes, vm->console.dropped);
 	fprintf(f, "  \"hypercalls\": %lu,\n  \"hypercall_errors\": {",
 		(uint64_t)atomic_load(&vm->hc_calls));
 	for (int k = 0; k < HC_ERR_KINDS; k++)

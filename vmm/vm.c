@@ -226,7 +226,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		return -LULL_EXIT_HOST;
 	if (load_guest(vm, &entry, &start_info) < 0)
 		return -LULL_EXIT_BAD_GUEST;
-	r = console_open(&vm->console, cfg->console_path, err, sizeof(err));
+	r = console_open(&vm->console, cfg->console_path, cfg->console_limit,
+			 err, sizeof(err));
 	if (r < 0) {
 		vm_err(vm, "%s", err);
 		return -LULL_EXIT_USAGE;

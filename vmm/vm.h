@@ -39,6 +39,7 @@ struct vm_config {
 	double timeout_s; /* 0: none */
 	const char *cmdline;
 	const char *console_path; /* NULL: stdout */
+	uint64_t console_limit; /* bytes; 0: none */
 	const char *stats_path; /* NULL: none, "-": stdout */
 };
 

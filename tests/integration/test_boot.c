@@ -524,3 +524,31 @@ Test(boot, closed_stdout_does_not_stop_the_vm)
 	unlink(stats);
 	cr_assert_eq(run_into_closed_pipe("-"), 74);
 }
+
+/* Past --console-limit the guest's output is dropped, counted, said once. */
+Test(boot, console_limit_drops_and_counts)
+{
+	char stats[] = "/tmp/lull-stats-XXXXXX";
+	uint64_t bytes, dropped;
+	int fd = mkstemp(stats);
+	char *json;
+	struct run r;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	run_lull(&r, QUICK_S, "run", "--console-limit", "10", "--stats", stats,
+		 guest("hello"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert_eq(strlen(r.out), 10, "stdout:\n%s", r.out);
+	cr_assert_eq(count_lines_with(r.err, "--console-limit 10"), 1,
+		     "stderr:\n%s", r.err);
+	json = read_file(stats, NULL);
+	cr_assert(stats_u64(json, "console_bytes", &bytes) &&
+			  stats_u64(json, "console_dropped", &dropped),
+		  "%s", json);
+	cr_assert_gt(bytes, 10);
+	cr_assert_eq(dropped, bytes - 10, "%s", json);
+	free(json);
+	unlink(stats);
+	run_free(&r);
+}
