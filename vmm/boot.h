@@ -14,6 +14,9 @@
 
 struct vm_config;
 
+/* CPUID.1:EBX[31:24], the initial APIC ID, is how a vCPU finds its index. */
+#define LULL_MAX_VCPUS 256u
+
 /* Allocates *out (caller frees) with KVM_GET_SUPPORTED_CPUID's answer. */
 int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out);
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,

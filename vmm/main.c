@@ -27,7 +27,7 @@ static const char usage_text[] =
 	"writes to the debug-exit port 0xf4 (v & 0xff).\n"
 	"\n"
 	"options for run:\n"
-	"  -c, --vcpus N              vCPUs (default 1; at most what KVM allows)\n"
+	"  -c, --vcpus N              vCPUs (default 1; at most 256 and what KVM allows)\n"
 	"  -m, --mem SIZE             guest RAM, with K/M/G suffix (default 16M)\n"
 	"      --cmdline STRING       PVH command line for the guest (default empty)\n"
 	"      --timer-mode MODE      deferrable (default): deferrable guest timers never\n"

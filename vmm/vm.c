@@ -243,6 +243,12 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		       cfg->nr_vcpus, r);
 		return -LULL_EXIT_USAGE;
 	}
+	if (cfg->nr_vcpus > LULL_MAX_VCPUS) {
+		vm_err(vm,
+		       "--vcpus %u: lull numbers vCPUs by their 8-bit initial APIC ID, so at most %u",
+		       cfg->nr_vcpus, LULL_MAX_VCPUS);
+		return -LULL_EXIT_USAGE;
+	}
 	if (register_ram(vm) < 0)
 		return -LULL_EXIT_HOST;
 	if (create_vcpus(vm, entry, start_info) < 0)

@@ -70,3 +70,17 @@ Test(cli, vcpus_just_beyond_kvm_limit_names_the_limit)
 		  max, r.err);
 	run_free(&r);
 }
+
+/* Within KVM's limit but past 8-bit APIC IDs: refused, not duplicated. */
+Test(cli, vcpus_past_256_are_refused)
+{
+	struct run r;
+
+	if (kvm_max_vcpus() <= 256)
+		cr_skip_test("KVM allows %d vCPUs here, not more than 256",
+			     kvm_max_vcpus());
+	run_lull(&r, LIMIT_S, "run", "--vcpus", "257", guest("hello"), NULL);
+	cr_assert_eq(r.status, 64, "status %d\nstderr:\n%s", r.status, r.err);
+	assert_sentence(r.err, USAGE("--vcpus", "256"));
+	run_free(&r);
+}
