@@ -3,71 +3,101 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "console.h"
 
-int console_open(struct console *c, const char *path, uint64_t limit,
-		 char *err, size_t errlen)
+/* The writer: one contiguous run of the ring at a time, lock dropped. */
+static void *console_writer(void *arg)
 {
-	memset(c, 0, sizeof(*c));
-	pthread_mutex_init(&c->lock, NULL);
-	c->limit = limit;
-	c->fd = STDOUT_FILENO;
-	if (!path || !strcmp(path, "-"))
-		return 0;
-	/*
-	 * Non-blocking, so that a FIFO nobody reads fails at once (ENXIO)
-	 * instead of holding lull in open() before --timeout even starts;
-	 * writes block again afterwards.
-	 */
-	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK,
-		     0644);
-	if (c->fd < 0) {
-		int e = errno;
+	struct console *c = arg;
 
-		snprintf(err, errlen, "cannot open console file %s: %s", path,
-			 e == ENXIO ? "a FIFO with no reader" : strerror(e));
-		c->fd = -1;
-		return -e;
-	}
-	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
-	c->own_fd = true;
-	return 0;
-}
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		size_t tail, run;
+		ssize_t n;
 
-static void flush_locked(struct console *c)
-{
-	size_t off = 0, len = c->len;
-
-	if (c->limit && c->written + len > c->limit) {
-		len = (size_t)(c->limit - c->written);
-		if (!c->limit_said) {
-			c->limit_said = true;
-			fprintf(stderr,
-				"lull: console output past --console-limit %lu bytes is dropped\n",
-				c->limit);
-		}
-	}
-	while (!c->closed && off < len) {
-		ssize_t n = write(c->fd, c->buf + off, len - off);
-
+		while (!c->queued && !c->closing)
+			pthread_cond_wait(&c->more, &c->lock);
+		if (!c->queued)
+			break;
+		tail = (c->head + CONSOLE_RING_SIZE - c->queued) %
+		       CONSOLE_RING_SIZE;
+		run = c->queued < CONSOLE_RING_SIZE - tail ?
+			      c->queued :
+			      CONSOLE_RING_SIZE - tail;
+		pthread_mutex_unlock(&c->lock);
+		n = write(c->fd, c->ring + tail, run);
+		pthread_mutex_lock(&c->lock);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			/* a reader that went away must not take the VM down */
-			c->closed = true;
 			fprintf(stderr,
 				"lull: the console stopped taking output (%s): the rest is dropped\n",
-				n < 0 ? strerror(errno) : "short write");
-			break;
+				n < 0 ? strerror(errno) : "nothing written");
+			c->closed = true;
+			c->dropped += c->queued;
+			c->queued = 0;
+		} else {
+			/* close may have given up on these bytes meanwhile */
+			c->queued -= (size_t)n < c->queued ? (size_t)n : c->queued;
 		}
-		off += (size_t)n;
+		if (!c->queued)
+			pthread_cond_broadcast(&c->drained);
 	}
-	c->written += off;
-	c->dropped += c->len - off;
-	c->len = 0;
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+int console_open(struct console *c, const char *path, uint64_t limit,
+		 char *err, size_t errlen)
+{
+	pthread_condattr_t attr;
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->more, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->drained, &attr);
+	pthread_condattr_destroy(&attr);
+	c->limit = limit;
+	c->fd = STDOUT_FILENO;
+	if (path && strcmp(path, "-")) {
+		/*
+		 * Non-blocking, so that a FIFO nobody reads fails at once
+		 * (ENXIO) instead of holding lull in open() before --timeout
+		 * even starts; writes block again afterwards.
+		 */
+		c->fd = open(path,
+			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+				     O_NONBLOCK,
+			     0644);
+		if (c->fd < 0) {
+			int e = errno;
+
+			snprintf(err, errlen,
+				 "cannot open console file %s: %s", path,
+				 e == ENXIO ? "a FIFO with no reader" :
+					      strerror(e));
+			c->fd = -1;
+			return -e;
+		}
+		fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+		c->own_fd = true;
+	}
+	r = pthread_create(&c->writer, NULL, console_writer, c);
+	if (r) {
+		snprintf(err, errlen, "cannot start the console thread: %s",
+			 strerror(r));
+		return -r;
+	}
+	c->writer_started = true;
+	return 0;
 }
 
 void console_putc(struct console *c, uint8_t ch)
@@ -75,24 +105,73 @@ void console_putc(struct console *c, uint8_t ch)
 	pthread_mutex_lock(&c->lock);
 	if (!c->bytes++)
 		c->first_byte_ns = clock_now_ns();
-	c->buf[c->len++] = (char)ch;
-	if (ch == '\n' || c->len == sizeof(c->buf))
-		flush_locked(c);
+	if (c->closed) {
+		c->dropped++;
+	} else if (c->limit && c->accepted >= c->limit) {
+		if (!c->limit_said)
+			fprintf(stderr,
+				"lull: console output past --console-limit %lu bytes is dropped\n",
+				c->limit);
+		c->limit_said = true;
+		c->dropped++;
+	} else if (c->queued == CONSOLE_RING_SIZE) {
+		/* debugcon cannot wait, and a guest may ignore the UART's LSR */
+		if (!c->full_said)
+			fputs("lull: the console's reader is not keeping up: output the guest did not wait for is dropped\n",
+			      stderr);
+		c->full_said = true;
+		c->dropped++;
+	} else {
+		c->ring[c->head] = (char)ch;
+		c->head = (c->head + 1) % CONSOLE_RING_SIZE;
+		c->queued++;
+		c->accepted++;
+		/* whole lines to the writer: one wake-up, one write each */
+		if (ch == '\n' || c->queued >= CONSOLE_RING_SIZE / 2)
+			pthread_cond_signal(&c->more);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
-void console_flush(struct console *c)
+bool console_has_room(struct console *c, size_t n)
 {
+	bool room;
+
 	pthread_mutex_lock(&c->lock);
-	flush_locked(c);
+	room = c->closed || CONSOLE_RING_SIZE - c->queued >= n;
 	pthread_mutex_unlock(&c->lock);
+	return room;
 }
 
 void console_close(struct console *c)
 {
+	struct timespec until;
+	uint64_t deadline = clock_now_ns() + CONSOLE_DRAIN_NS;
+
 	if (c->fd < 0)
 		return;
-	console_flush(c);
+	if (c->writer_started) {
+		until.tv_sec = (time_t)(deadline / 1000000000ull);
+		until.tv_nsec = (long)(deadline % 1000000000ull);
+		pthread_mutex_lock(&c->lock);
+		c->closing = true;
+		pthread_cond_signal(&c->more);
+		while (c->queued &&
+		       pthread_cond_timedwait(&c->drained, &c->lock, &until) !=
+			       ETIMEDOUT)
+			;
+		if (c->queued) {
+			/* a reader that never reads: stop waiting for it */
+			c->dropped += c->queued;
+			c->queued = 0;
+			pthread_mutex_unlock(&c->lock);
+			pthread_cancel(c->writer);
+		} else {
+			pthread_mutex_unlock(&c->lock);
+		}
+		pthread_join(c->writer, NULL);
+		c->writer_started = false;
+	}
 	if (c->own_fd)
 		close(c->fd);
 	c->fd = -1;

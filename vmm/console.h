@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where guest console bytes (COM1 and debugcon) go: stdout or a file.
- * Bytes from all vCPUs are line-buffered under one lock so lines from
- * different vCPUs do not interleave; everything is flushed at exit.
+ *
+ * vCPUs never write to the host themselves. console_putc() only queues a
+ * byte in a bounded ring, under one lock, and a writer thread of the
+ * console's own does the (blocking) writes, a line at a time. So a reader
+ * that stops reading stalls nobody but the writer: while the ring is full,
+ * the UART's LSR says "transmitter busy" (console_has_room), and a guest
+ * that polls it, as a guest driving a real UART does, waits and loses
+ * nothing; what arrives anyway (debugcon has no flow control) is dropped.
  *
  * Nothing the guest writes can take the VM down or fill the host's disk:
  * a destination that stops taking bytes (a closed pipe, a full disk) is
- * marked closed and what follows is dropped, and past `limit` bytes
- * (--console-limit) output is dropped too; both are counted, and lull
- * says so once on stderr.
+ * marked closed, and past `limit` bytes (--console-limit) output is not
+ * queued. What is dropped is counted, and lull says so once on stderr.
+ * console_close() waits at most a second for the ring to drain.
  */
 #ifndef LULL_CONSOLE_H
 #define LULL_CONSOLE_H
@@ -18,25 +24,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define CONSOLE_RING_SIZE 65536
+#define CONSOLE_DRAIN_NS 1000000000ull /* the most close waits for it */
+
 struct console {
 	int fd;
 	bool own_fd;
 	pthread_mutex_t lock;
-	size_t len;
+	pthread_cond_t more; /* a line queued, or closing */
+	pthread_cond_t drained; /* the ring emptied */
+	pthread_t writer;
+	bool writer_started;
+	bool closing;
+	char ring[CONSOLE_RING_SIZE];
+	size_t head, queued; /* next free slot; bytes waiting */
 	uint64_t first_byte_ns; /* 0 until the guest writes */
 	uint64_t bytes; /* everything the guest wrote */
-	uint64_t limit; /* bytes written out at most; 0: no limit */
-	bool limit_said;
-	uint64_t written; /* never more than limit */
-	uint64_t dropped; /* past the limit, or after the destination closed */
-	bool closed;
-	char buf[4096];
+	uint64_t limit; /* bytes queued at most; 0: no limit */
+	uint64_t accepted; /* bytes queued so far */
+	uint64_t dropped; /* past the limit, ring full, or destination closed */
+	bool closed; /* the destination stopped taking bytes */
+	bool limit_said, full_said;
 };
 
+/* Opens path ("-" or NULL: stdout) and starts the writer. */
 int console_open(struct console *c, const char *path, uint64_t limit,
 		 char *err, size_t errlen);
+/* Queues one byte, or drops and counts it; never blocks on the host. */
 void console_putc(struct console *c, uint8_t ch);
-void console_flush(struct console *c);
+/* Room for n more bytes in the ring (the UART's transmitter is free). */
+bool console_has_room(struct console *c, size_t n);
+/* Waits up to CONSOLE_DRAIN_NS for the ring to drain, then stops the
+ * writer (what is left counts as dropped) and closes the file. */
 void console_close(struct console *c);
 
 #endif

@@ -18,6 +18,7 @@ enum {
 #define UART_LSR_TEMT 0x40
 #define UART_IIR_NO_INT 0x01
 #define UART_MSR_IDLE 0xb0 /* DCD, DSR, CTS: a cable with someone there */
+#define UART_FIFO_SIZE 16 /* what a guest may send once THRE is set */
 
 static uint8_t serial_read(struct vm *vm, uint16_t reg)
 {
@@ -31,7 +32,10 @@ static uint8_t serial_read(struct vm *vm, uint16_t reg)
 	case UART_IIR:
 		return UART_IIR_NO_INT;
 	case UART_LSR:
-		return UART_LSR_THRE | UART_LSR_TEMT;
+		/* the console's backpressure: busy while its ring is full */
+		return console_has_room(&vm->console, UART_FIFO_SIZE) ?
+			       UART_LSR_THRE | UART_LSR_TEMT :
+			       0;
 	case UART_MSR:
 		return UART_MSR_IDLE;
 	default:

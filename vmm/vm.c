@@ -353,7 +353,8 @@ int vm_run(struct vm *vm)
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++)
 		vcpu_join(&vm->cpus[i].vcpu);
 	vm->end_ns = clock_now_ns();
-	console_flush(&vm->console);
+	/* before --stats, which may share stdout and counts what was lost */
+	console_close(&vm->console);
 	return vm->exit_status;
 }
 

@@ -487,30 +487,49 @@ Test(boot, guest_exception_is_reported_by_the_runtime)
  * take the VM down (SIGPIPE, status 141); the guest's own status stands.
  * With --stats on the same closed stdout the stats are lost, which is 74.
  */
-static int run_into_closed_pipe(const char *stats)
+/* lull run ARGS... with stdout on fd and stderr on err_fd; returns its pid. */
+static pid_t spawn_lull_onto(int fd, int err_fd, char *const args[])
 {
-	int fds[2], ws;
+	char *argv[16] = { (char *)lull_bin() };
 	pid_t pid;
 
-	cr_assert_eq(pipe(fds), 0);
-	close(fds[0]);
+	for (int i = 0; args[i] && i < 14; i++)
+		argv[i + 1] = args[i];
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
 		signal(SIGPIPE, SIG_DFL);
-		dup2(fds[1], 1);
-		dup2(null, 2);
-		execl(lull_bin(), lull_bin(), "run", "--stats", stats,
-		      guest("hello"), (char *)NULL);
+		dup2(fd, 1);
+		dup2(err_fd, 2);
+		execv(argv[0], argv);
 		_exit(127);
 	}
-	close(fds[1]);
+	return pid;
+}
+
+static int exit_status_of(pid_t pid)
+{
+	int ws;
+
 	cr_assert_eq(waitpid(pid, &ws, 0), pid);
 	cr_assert(WIFEXITED(ws), "lull was killed by signal %d",
 		  WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
 	return WEXITSTATUS(ws);
+}
+
+static int run_into_closed_pipe(const char *stats)
+{
+	char *args[] = { "run", "--stats", (char *)stats,
+			 (char *)guest("hello"), NULL };
+	int fds[2], null = open("/dev/null", O_WRONLY);
+	pid_t pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	close(fds[0]);
+	pid = spawn_lull_onto(fds[1], null, args);
+	close(fds[1]);
+	close(null);
+	return exit_status_of(pid);
 }
 
 Test(boot, closed_stdout_does_not_stop_the_vm)
@@ -551,4 +570,66 @@ Test(boot, console_limit_drops_and_counts)
 	free(json);
 	unlink(stats);
 	run_free(&r);
+}
+
+/*
+ * A reader that stops reading: the guest, which polls the UART, waits for
+ * it (the console's ring is full), but lull still ends on --timeout, and
+ * within a second of it: no vCPU is stuck in a host write.
+ */
+Test(boot, console_reader_that_stops_does_not_hold_lull)
+{
+	char *args[] = { "run", "--timeout", "2", "--cmdline", "lines=100000",
+			 (char *)guest("hello"), NULL };
+	int fds[2], null = open("/dev/null", O_WRONLY);
+	double start = now_s();
+	pid_t pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = spawn_lull_onto(fds[1], null, args);
+	close(fds[1]);
+	close(null);
+	cr_assert_eq(exit_status_of(pid), 124);
+	cr_assert_lt(now_s() - start, 30.0, "lull took %.1f s",
+		     now_s() - start);
+	close(fds[0]);
+}
+
+/* A slow reader loses nothing: the guest waits on the UART instead. */
+Test(boot, slow_console_reader_loses_nothing)
+{
+	char stats[] = "/tmp/lull-stats-XXXXXX", buf[65536], want[32];
+	char *args[] = { "run", "--stats", stats, "--cmdline", "lines=3000",
+			 (char *)guest("hello"), NULL };
+	int fds[2], null = open("/dev/null", O_WRONLY), fd = mkstemp(stats);
+	size_t cap = 1 << 20, len = 0;
+	char *out = malloc(cap), *json;
+	uint64_t dropped;
+	ssize_t n;
+	pid_t pid;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(pipe(fds), 0);
+	pid = spawn_lull_onto(fds[1], null, args);
+	close(fds[1]);
+	close(null);
+	sleep(1); /* the pipe and the console's ring fill up meanwhile */
+	while ((n = read(fds[0], buf, sizeof(buf))) > 0) {
+		cr_assert_lt(len + (size_t)n, cap);
+		memcpy(out + len, buf, (size_t)n);
+		len += (size_t)n;
+	}
+	out[len] = '\0';
+	close(fds[0]);
+	cr_assert_eq(exit_status_of(pid), 0);
+	cr_assert_eq(count_lines_with(out, "hello: line "), 3000);
+	snprintf(want, sizeof(want), "hello: line %06d ", 3000);
+	cr_assert(strstr(out, want), "the last line is missing");
+	json = read_file(stats, NULL);
+	cr_assert(stats_u64(json, "console_dropped", &dropped) && !dropped,
+		  "%s", json);
+	free(json);
+	free(out);
+	unlink(stats);
 }
