@@ -340,42 +340,40 @@ static void case_period_floor(void)
 	flush(S_B); /* a tick owed at the stop */
 }
 
-static void case_deadlines(void)
+/*
+ * "At once" needs no time to pass: the expiry is run and counted before
+ * TIMER_SET returns (lull runs what is due before it enters the guest
+ * again); delivery then waits only for IF=1.
+ */
+static void fires_at_once(const char *name, uint64_t deadline)
 {
 	struct lull_slot_counters c0, c1;
+	long rc;
+
+	reset_hits();
+	c0 = counters(S_A);
+	rc = lull_timer_set(S_A, deadline, VEC_A, 0, 0, 0);
+	c1 = counters(S_A);
+	result(name,
+	       rc >= 0 && expirations(c0, c1) == 1 &&
+		       wait_hit(VEC_A, clock_ns()),
+	       "rc %ld, counted delivered +%lu merged +%lu when TIMER_SET returned, handled %lu",
+	       rc, c1.delivered - c0.delivered, c1.merged - c0.merged,
+	       hits[VEC_A].count);
+}
+
+static void case_deadlines(void)
+{
 	uint64_t now;
 	long rc;
 
-	/*
-	 * "At once" needs no time to pass: the expiry is run and counted
-	 * before TIMER_SET returns (lull runs what is due before it enters
-	 * the guest again); delivery then waits only for IF=1.
-	 */
 	/*
 	 * Where the host's TSC is unstable the guest clock may lead lull's
 	 * by a few ms (docs/abi.md, the TSC-stable flag): "in the past" is
 	 * taken well beyond that, so it is past on both clocks.
 	 */
-	reset_hits();
-	c0 = counters(S_A);
-	rc = lull_timer_set(S_A, clock_ns() - 50 * MS, VEC_A, 0, 0, 0);
-	c1 = counters(S_A);
-	result("deadline_in_past_fires_at_once",
-	       rc >= 0 && expirations(c0, c1) == 1 &&
-		       wait_hit(VEC_A, clock_ns()),
-	       "rc %ld, counted delivered +%lu merged +%lu when TIMER_SET returned, handled %lu",
-	       rc, c1.delivered - c0.delivered, c1.merged - c0.merged,
-	       hits[VEC_A].count);
-	reset_hits();
-	c0 = counters(S_A);
-	rc = lull_timer_set(S_A, 0, VEC_A, 0, 0, 0);
-	c1 = counters(S_A);
-	result("deadline_zero_fires_at_once",
-	       rc >= 0 && expirations(c0, c1) == 1 &&
-		       wait_hit(VEC_A, clock_ns()),
-	       "rc %ld, counted delivered +%lu merged +%lu when TIMER_SET returned, handled %lu",
-	       rc, c1.delivered - c0.delivered, c1.merged - c0.merged,
-	       hits[VEC_A].count);
+	fires_at_once("deadline_in_past_fires_at_once", clock_ns() - 50 * MS);
+	fires_at_once("deadline_zero_fires_at_once", 0);
 
 	/* still pending after 20 ms and an exit that ran all that was due */
 	reset_hits();
