@@ -55,19 +55,23 @@ static int measure_offset(int vcpu_fd, int64_t *offset)
 		.attr = KVM_VCPU_TSC_OFFSET,
 		.addr = (uint64_t)(uintptr_t)offset,
 	};
-	struct {
+	/* struct kvm_msrs ends in a flexible array: room for one entry */
+	union {
 		struct kvm_msrs head;
-		struct kvm_msr_entry entry;
-	} msrs = { .head.nmsrs = 1, .entry.index = MSR_IA32_TSC };
+		uint8_t bytes[sizeof(struct kvm_msrs) +
+			      sizeof(struct kvm_msr_entry)];
+	} msrs = { .head.nmsrs = 1 };
 	uint64_t before, after;
 
 	if (ioctl(vcpu_fd, KVM_GET_DEVICE_ATTR, &attr) == 0)
 		return 0;
+	msrs.head.entries[0].index = MSR_IA32_TSC;
 	before = __rdtsc();
-	if (ioctl(vcpu_fd, KVM_GET_MSRS, &msrs) != 1)
+	if (ioctl(vcpu_fd, KVM_GET_MSRS, &msrs.head) != 1)
 		return -EIO;
 	after = __rdtsc();
-	*offset = (int64_t)(msrs.entry.data - (before + (after - before) / 2));
+	*offset = (int64_t)(msrs.head.entries[0].data -
+			    (before + (after - before) / 2));
 	return 0;
 }
 
