@@ -24,11 +24,13 @@
  *   DELIVER  up to n pending vectors taken as the injection path does
  *
  * Harness time is monotonic and fuzz-chosen; the harness never reads the
- * clock to decide anything. The code under test does in two places:
- * hypercall_exit (EXIT) passes clock_now_ns() as `now`, and pvclock_write
- * stamps the record with clock_now_ns() and rdtsc. The harness puts the
- * record's last_sync_ns back on its own time line after each write, so
- * whether a resync is due depends on the input alone.
+ * clock to decide anything. The code under test reads it in three places:
+ * hypercall_exit (EXIT) passes clock_now_ns() as `now`, pvclock_write
+ * stamps the record with clock_now_ns() and rdtsc, and console_putc notes
+ * when the first byte came (a statistic). The harness puts the record's
+ * last_sync_ns back on its own time line after each write, so whether a
+ * resync is due depends on the input alone; an EXIT input may arm a timer
+ * differently from run to run (clamping is relative to the real clock).
  *
  * Invariants checked after every operation (__builtin_trap() if broken):
  *  - a hypercall returns a value the ABI allows for its op, counts one
