@@ -18,21 +18,30 @@
  *
  * Under QEMU (no lull) there is no deferral: vCPU 0 takes a 10 ms LAPIC
  * tick and stops after seconds=N; delivered = ticks handled, merged = 0.
+ *
+ * Under lull each vCPU, once its tick is stopped, waits until everything
+ * raised is handled (lull_drain) and prints "idle: account" lines for
+ * bench/soak.
  *   idle: vcpu I delivered=D merged=M handled=H
  *   idle: PASS vcpus=N seconds=S delivered=.. merged=..
  */
 #include "guest.h"
 
+#define VEC_FENCE 0x3f /* below the ones it drains */
 #define VEC_HK 0x40
 #define VEC_END 0x41
 #define VEC_WAKE 0x42
 #define SLOT_HK 2
 #define SLOT_END 3
+#define SLOT_FENCE 4
 #define HK_NS 10000000ull
 #define SETTLE_NS 50000000ull /* wait for deferred ticks after waking */
 
 struct vcpu_result {
 	uint64_t handled; /* housekeeping handler runs */
+	uint64_t woken_by; /* VEC_END (vCPU 0) or VEC_WAKE handler runs */
+	uint64_t fences;
+	uint64_t first; /* the tick's first deadline */
 	uint64_t delivered, merged;
 	bool woken, reported;
 };
@@ -54,8 +63,47 @@ static void on_hk(unsigned vector)
 
 static void on_wake(unsigned vector)
 {
+	struct vcpu_result *me = &res[smp_id()];
+
 	(void)vector;
-	WRITE_ONCE(res[smp_id()].woken, true);
+	me->woken_by++;
+	WRITE_ONCE(me->woken, true);
+}
+
+static void on_fence(unsigned vector)
+{
+	(void)vector;
+	res[smp_id()].fences++;
+}
+
+/*
+ * The tick is stopped. Every vCPU ran its wheel at or after end_ns: vCPU 0
+ * for its hard one-shot, the others after its IPI. None ticked after hi.
+ */
+static void account(unsigned id, uint64_t hi)
+{
+	struct vcpu_result *me = &res[id];
+	struct account a = { .guest = "idle", .lo = end_ns, .hi = hi };
+
+	lull_drain(SLOT_FENCE, VEC_FENCE, &me->fences);
+	a.slot = SLOT_HK;
+	a.deferrable = true;
+	a.first = me->first;
+	a.period = HK_NS;
+	a.handled = me->handled;
+	account_print(&a);
+	a.deferrable = false;
+	a.first = a.period = 0;
+	if (!id) {
+		a.slot = SLOT_END;
+		a.handled = me->woken_by;
+		account_print(&a);
+	}
+	a.slot = SLOT_FENCE;
+	a.handled = me->fences;
+	account_print(&a);
+	printf("idle: account vcpu=%u irqs=%lu\n", id,
+	       me->handled + me->woken_by + me->fences);
 }
 
 static void halt_until_woken(struct vcpu_result *me)
@@ -87,6 +135,7 @@ static void report(unsigned id)
 
 	timer_stop(SLOT_HK);
 	if (timer_backend() == TIMER_LULL) {
+		account(id, clock_ns());
 		me->delivered = shared_page()->slot[SLOT_HK].delivered;
 		me->merged = shared_page()->slot[SLOT_HK].merged;
 	} else {
@@ -97,10 +146,17 @@ static void report(unsigned id)
 	__atomic_store_n(&me->reported, true, __ATOMIC_RELEASE);
 }
 
-static long arm_housekeeping(void)
+static long arm_housekeeping(struct vcpu_result *me)
 {
-	long r = timer_periodic(SLOT_HK, HK_NS, VEC_HK, LULL_TIMER_DEFERRABLE);
+	long r;
 
+	me->first = clock_ns() + HK_NS;
+	if (timer_backend() == TIMER_LULL)
+		r = lull_timer_set(SLOT_HK, me->first, VEC_HK,
+				   LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC,
+				   HK_NS, 0);
+	else
+		r = timer_periodic(SLOT_HK, HK_NS, VEC_HK, 0);
 	__atomic_fetch_add(&armed, 1, __ATOMIC_RELEASE);
 	return r;
 }
@@ -111,7 +167,7 @@ void guest_ap_main(unsigned id)
 
 	smp_wait_gate(); /* vCPU 0's handlers first: our tick uses them */
 	timer_init();
-	if (arm_housekeeping() < 0)
+	if (arm_housekeeping(me) < 0)
 		printf("idle: vcpu %u could not arm its tick\n", id);
 	halt_until_woken(me);
 	settle(me);
@@ -139,6 +195,7 @@ int guest_main(void)
 	irq_set_handler(VEC_HK, on_hk);
 	irq_set_handler(VEC_END, on_wake);
 	irq_set_handler(VEC_WAKE, on_wake);
+	irq_set_handler(VEC_FENCE, on_fence);
 	smp_open_gate();
 	printf("idle: backend=%s clock=%s vcpus=%u: 10 ms %s ticks, end in %lu s\n",
 	       timer_backend_name(), clock_name(), n,
@@ -146,7 +203,7 @@ int guest_main(void)
 
 	cli();
 	end_ns = clock_ns() + seconds * 1000000000ull;
-	r = arm_housekeeping();
+	r = arm_housekeeping(&res[0]);
 	while (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) < n)
 		cpu_relax();
 	if (be == TIMER_LULL && r >= 0)

@@ -7,27 +7,31 @@
  * arithmetic; the vCPU halts in between. Under QEMU (no lull): a 1000 Hz
  * LAPIC periodic tick, and the work runs from the first tick at or after
  * each 100 ms deadline (there is no deferrable timer there). Runs
- * seconds=N (default 5), work_iters=N (default 20).
+ * seconds=N (default 5), work_iters=N (default 20); tick_us=N (default
+ * 1000) and work_ms=N (default 100) change the two periods.
  *
  * Measures the work timer's lateness in the guest: handler time from
  * pvclock minus the deadline on the ideal grid start + k * 100 ms.
  * PASS needs every work period accounted for (10 per second, run or
  * merged into a late run; one may be lost at the end) and, under lull,
- * none run before its deadline.
+ * none run before its deadline. Under lull it then stops both timers, waits
+ * until everything raised is handled (lull_drain) and prints one
+ * "tick: account" line per slot for bench/soak.
  *   tick: PASS backend=lull seconds=5 ticks=.. work=50 merged=0 early=0
  *         late_p50_ns=.. late_p99_ns=.. late_max_ns=.. (one line)
  */
 #include "guest.h"
 
+#define VEC_FENCE 0x2f /* below the two it drains */
 #define VEC_TICK 0x30
 #define VEC_WORK 0x31
 #define SLOT_TICK 2
 #define SLOT_WORK 3
-#define TICK_NS 1000000ull
-#define WORK_NS 100000000ull
+#define SLOT_FENCE 4
 #define MAX_SAMPLES 8192
 
-static uint64_t ticks, works, end_ns, sink;
+static uint64_t tick_ns, work_ns;
+static uint64_t ticks, works, fences, end_ns, sink;
 static bool done;
 static struct ptrack work_track;
 static uint64_t samples[MAX_SAMPLES];
@@ -91,16 +95,58 @@ static void on_work(unsigned vector)
 	timer_irq_done();
 }
 
+static void on_fence(unsigned vector)
+{
+	(void)vector;
+	fences++;
+}
+
+/*
+ * Both timers are stopped, the work timer first. lull ran the wheel at or
+ * after the last work deadline with the tick still armed, so every tick up
+ * to that deadline is counted; none after `hi`.
+ */
+static void account(uint64_t t0, uint64_t hi)
+{
+	struct account a = { .guest = "tick", .hi = hi };
+
+	lull_drain(SLOT_FENCE, VEC_FENCE, &fences);
+	a.lo = work_track.first + (work_track.k - 1) * work_ns;
+	a.slot = SLOT_TICK;
+	a.deferrable = true;
+	a.first = t0 + tick_ns;
+	a.period = tick_ns;
+	a.handled = ticks;
+	account_print(&a);
+	a.slot = SLOT_WORK;
+	a.deferrable = false;
+	a.first = work_track.first;
+	a.period = work_ns;
+	a.handled = works;
+	account_print(&a);
+	a.slot = SLOT_FENCE;
+	a.first = a.period = 0;
+	a.handled = fences;
+	account_print(&a);
+	printf("tick: account vcpu=0 irqs=%lu\n", ticks + works + fences);
+}
+
 int guest_main(void)
 {
 	uint64_t seconds = cmdline_u64("seconds", 5);
 
 	work_iters = cmdline_u64("work_iters", 20);
+	tick_ns = cmdline_u64("tick_us", 1000) * 1000;
+	work_ns = cmdline_u64("work_ms", 100) * 1000000;
 	enum timer_backend be = timer_init();
 	uint64_t t0, want;
 	struct percentiles p;
 	long r1 = 0, r2 = 0;
 
+	if (!tick_ns || !work_ns) {
+		printf("tick: FAIL tick_us and work_ms must be positive\n");
+		return 1;
+	}
 	if (be == TIMER_NONE) {
 		printf("tick: FAIL no timer backend (hv %s, clock %s)\n",
 		       hv_name(rt_boot.hv), clock_name());
@@ -108,9 +154,11 @@ int guest_main(void)
 	}
 	irq_set_handler(VEC_TICK, on_tick);
 	irq_set_handler(VEC_WORK, on_work);
-	printf("tick: backend=%s clock=%s: 1000 Hz %s tick, 100 ms hard work timer, %lu s\n",
-	       timer_backend_name(), clock_name(),
-	       be == TIMER_LULL ? "deferrable" : "LAPIC periodic", seconds);
+	irq_set_handler(VEC_FENCE, on_fence);
+	printf("tick: backend=%s clock=%s: %lu Hz %s tick, %lu ms hard work timer, %lu s\n",
+	       timer_backend_name(), clock_name(), 1000000000 / tick_ns,
+	       be == TIMER_LULL ? "deferrable" : "LAPIC periodic",
+	       work_ns / 1000000, seconds);
 	if (be == TIMER_LAPIC)
 		printf("tick: LAPIC (%s) timer measured at %lu Hz against %s\n",
 		       lapic_mode_name(), lapic_timer_hz(), clock_name());
@@ -118,17 +166,17 @@ int guest_main(void)
 	cli();
 	t0 = clock_ns();
 	end_ns = t0 + seconds * 1000000000ull;
-	ptrack_init(&work_track, t0 + WORK_NS, WORK_NS,
+	ptrack_init(&work_track, t0 + work_ns, work_ns,
 		    shared_page()->slot[SLOT_WORK].merged, samples,
 		    MAX_SAMPLES);
 	if (be == TIMER_LULL) {
-		r1 = lull_timer_set(SLOT_TICK, t0 + TICK_NS, VEC_TICK,
+		r1 = lull_timer_set(SLOT_TICK, t0 + tick_ns, VEC_TICK,
 				    LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC,
-				    TICK_NS, 0);
-		r2 = lull_timer_set(SLOT_WORK, t0 + WORK_NS, VEC_WORK,
-				    LULL_TIMER_PERIODIC, WORK_NS, 0);
+				    tick_ns, 0);
+		r2 = lull_timer_set(SLOT_WORK, t0 + work_ns, VEC_WORK,
+				    LULL_TIMER_PERIODIC, work_ns, 0);
 	} else {
-		r1 = timer_periodic(SLOT_TICK, TICK_NS, VEC_TICK, 0);
+		r1 = timer_periodic(SLOT_TICK, tick_ns, VEC_TICK, 0);
 	}
 	if (r1 < 0 || r2 < 0) {
 		printf("tick: FAIL arming the timers returned %ld, %ld\n", r1, r2);
@@ -138,9 +186,14 @@ int guest_main(void)
 		sti_hlt();
 		cli();
 	}
-	timer_stop(SLOT_TICK);
-	if (be == TIMER_LULL)
+	if (be == TIMER_LULL) {
+		/* the work timer first: see account() */
 		timer_stop(SLOT_WORK);
+		timer_stop(SLOT_TICK);
+		account(t0, clock_ns());
+	} else {
+		timer_stop(SLOT_TICK);
+	}
 
 	if (be == TIMER_LULL) {
 		struct lull_slot_counters *c = shared_page()->slot;
@@ -150,7 +203,7 @@ int guest_main(void)
 		       c[SLOT_WORK].delivered, c[SLOT_WORK].merged);
 	}
 	p = percentiles(samples, work_track.n);
-	want = seconds * (1000000000ull / WORK_NS);
+	want = seconds * 1000000000ull / work_ns;
 	/*
 	 * Every work period must be accounted for: run, or merged into a late
 	 * run (a host too busy to wake us within 100 ms collapses ticks, as

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* stats.c: see stats.h. */
 #include "stats.h"
+#include "clock.h"
+#include "lull.h"
+#include "printf.h"
+#include "smp.h"
+#include "x86.h"
 
 /* Shell sort: small, no recursion, fine for a few thousand samples. */
 void sort_u64(uint64_t *a, size_t n)
@@ -85,4 +90,25 @@ void ptrack_fire_merged(struct ptrack *t, uint64_t now, uint64_t merged_now)
 	t->merged_seen = merged_now;
 	t->skipped += merged;
 	t->k += 1 + merged;
+}
+
+void lull_drain(unsigned slot, unsigned vector, const uint64_t *seen)
+{
+	uint64_t before = READ_ONCE(*seen);
+
+	lull_timer_set(slot, clock_ns(), vector, 0, 0, 0);
+	while (READ_ONCE(*seen) == before) {
+		sti_hlt();
+		cli();
+	}
+}
+
+void account_print(const struct account *a)
+{
+	struct lull_slot_counters *c = &shared_page()->slot[a->slot];
+
+	printf("%s: account vcpu=%u slot=%u kind=%s first_ns=%lu period_ns=%lu lo_ns=%lu hi_ns=%lu handled=%lu delivered=%lu merged=%lu\n",
+	       a->guest, smp_id(), a->slot,
+	       a->deferrable ? "deferrable" : "hard", a->first, a->period,
+	       a->lo, a->hi, a->handled, c->delivered, c->merged);
 }
