@@ -244,6 +244,16 @@ def reconcile(vm):
     if vm.status != 0:
         why = "killed by signal %d" % -vm.status if vm.status < 0 else f"exit status {vm.status}"
         row["failed"] = "; ".join(x for x in (why, verdict, tail(vm.stderr)) if x)
+        # what the guest and lull last said: which wait never ended
+        row["console_tail"] = tail(vm.console, 5)
+        try:
+            with open(vm.stats) as f:
+                row["stats_at_exit"] = [
+                    {k: c[k] for k in ("host_wakeups", "halts", "exits", "injections",
+                                       "timers_fired_hard", "timers_fired_deferred", "kicks")}
+                    for c in json.load(f)["vcpus"]]
+        except (OSError, ValueError, KeyError):
+            pass
         return row
     try:
         with open(vm.stats) as f:
