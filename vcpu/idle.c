@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -9,6 +10,27 @@
 #include "idle.h"
 
 #define IDLE_READ_TAG 1
+
+/*
+ * A submission queue entry can do I/O that seccomp never sees (it filters
+ * system calls, and an SQE is not one): this ring may only read, and it
+ * is enabled only once that is registered. The raw system call, because
+ * Debian 12's liburing declares its wrappers but does not export them.
+ */
+static int restrict_ring(struct io_uring *ring)
+{
+	struct io_uring_restriction only_read = {
+		.opcode = IORING_RESTRICTION_SQE_OP,
+		.sqe_op = IORING_OP_READ,
+	};
+
+	if (syscall(SYS_io_uring_register, ring->ring_fd,
+		    IORING_REGISTER_RESTRICTIONS, &only_read, 1) < 0 ||
+	    syscall(SYS_io_uring_register, ring->ring_fd,
+		    IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
 
 int idle_init(struct idle_wait *iw)
 {
@@ -20,10 +42,15 @@ int idle_init(struct idle_wait *iw)
 	iw->kick_fd = eventfd(0, EFD_CLOEXEC);
 	if (iw->kick_fd < 0)
 		return -errno;
-	r = io_uring_queue_init(4, &iw->ring, 0);
+	r = io_uring_queue_init(4, &iw->ring, IORING_SETUP_R_DISABLED);
 	if (r < 0) {
 		close(iw->kick_fd);
 		iw->kick_fd = -1;
+		return r;
+	}
+	r = restrict_ring(&iw->ring);
+	if (r < 0) {
+		idle_destroy(iw);
 		return r;
 	}
 	return 0;

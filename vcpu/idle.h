@@ -7,6 +7,8 @@
  *
  * The eventfd read stays queued across waits (re-armed only after it
  * completes), so a plain wait is a single io_uring_enter with no submission.
+ * The ring accepts nothing but reads (io_uring restrictions), so under
+ * lull's seccomp filter it cannot be used to reach what the filter forbids.
  */
 #ifndef LULL_IDLE_H
 #define LULL_IDLE_H
@@ -23,6 +25,11 @@ struct idle_wait {
 };
 
 int idle_init(struct idle_wait *iw);
+/* The ring's fd: the one io_uring_enter() a vCPU's filter allows. */
+static inline int idle_ring_fd(const struct idle_wait *iw)
+{
+	return iw->ring.ring_fd;
+}
 void idle_destroy(struct idle_wait *iw);
 /* Sleeps until a kick or until CLOCK_MONOTONIC reaches deadline_ns
  * (UINT64_MAX: no timeout). Returns 0, or a negative errno on failure. */
