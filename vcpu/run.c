@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -252,17 +253,9 @@ static void handle_exit(struct vcpu *v)
  */
 static uint64_t thread_voluntary_switches(void)
 {
-	char line[128];
-	uint64_t n = 0;
-	FILE *f = fopen("/proc/thread-self/status", "r");
+	struct rusage ru;
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "voluntary_ctxt_switches: %lu", &n) == 1)
-			break;
-	fclose(f);
-	return n;
+	return getrusage(RUSAGE_THREAD, &ru) ? 0 : (uint64_t)ru.ru_nvcsw;
 }
 
 static int thread_setup(struct vcpu *v)
@@ -313,6 +306,8 @@ static void *vcpu_thread(void *arg)
 		fatal(v, "vCPU thread setup failed: %s", strerror(-r));
 		return NULL;
 	}
+	if (v->ops->confine && v->ops->confine(v))
+		return NULL;
 	while (!stopping(v)) {
 		uint64_t now = catch_up(v), kick_at;
 

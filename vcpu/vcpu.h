@@ -48,6 +48,10 @@ struct vcpu_ops {
 		     uint8_t *data);
 	/* Called on every return to the VMM before timers run. */
 	void (*resync)(struct vcpu *v, uint64_t now);
+	/* Called on the vCPU's thread once it is set up, before the guest
+	 * first runs: from then on the thread makes only the system calls
+	 * of its loop. Non-zero: the op has stopped the VM, the thread ends. */
+	int (*confine)(struct vcpu *v);
 	/* The guest broke (triple fault, internal error...): one line. */
 	void (*fatal)(struct vcpu *v, const char *what);
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -8,13 +9,39 @@
 
 #include "clock.h"
 #include "console.h"
+#include "sandbox.h"
+#include "vcpu.h" /* SIG_VCPU_KICK: the signal that ends a blocking call */
+
+/*
+ * The writer takes no signal but the two meant for it: the kick that
+ * interrupts a write nobody reads (console_close) and a forbidden call's
+ * report. Then it confines itself and says how that went.
+ */
+static int writer_start(struct console *c)
+{
+	sigset_t set;
+	int r;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIG_VCPU_KICK);
+	sigaddset(&set, SIGSYS);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	r = sandbox_enter_console(c->confine_err, sizeof(c->confine_err));
+	pthread_mutex_lock(&c->lock);
+	c->confined = r < 0 ? r : 1;
+	pthread_cond_broadcast(&c->drained);
+	return r;
+}
 
 /* The writer: one contiguous run of the ring at a time, lock dropped. */
 static void *console_writer(void *arg)
 {
 	struct console *c = arg;
 
-	pthread_mutex_lock(&c->lock);
+	if (writer_start(c) < 0) {
+		pthread_mutex_unlock(&c->lock);
+		return NULL;
+	}
 	for (;;) {
 		size_t tail, run;
 		ssize_t n;
@@ -56,6 +83,7 @@ int console_open(struct console *c, const char *path, uint64_t limit,
 		 char *err, size_t errlen)
 {
 	pthread_condattr_t attr;
+	sigset_t all, old;
 	int r;
 
 	memset(c, 0, sizeof(*c));
@@ -90,13 +118,29 @@ int console_open(struct console *c, const char *path, uint64_t limit,
 		fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
 		c->own_fd = true;
 	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	r = pthread_create(&c->writer, NULL, console_writer, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!r)
+		pthread_setname_np(c->writer, "console");
 	if (r) {
 		snprintf(err, errlen, "cannot start the console thread: %s",
 			 strerror(r));
 		return -r;
 	}
 	c->writer_started = true;
+	pthread_mutex_lock(&c->lock);
+	while (!c->confined)
+		pthread_cond_wait(&c->drained, &c->lock);
+	r = c->confined;
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", c->confine_err);
+		pthread_join(c->writer, NULL);
+		c->writer_started = false;
+		return r;
+	}
 	return 0;
 }
 
@@ -164,12 +208,29 @@ void console_close(struct console *c)
 			/* a reader that never reads: stop waiting for it */
 			c->dropped += c->queued;
 			c->queued = 0;
-			pthread_mutex_unlock(&c->lock);
-			pthread_cancel(c->writer);
-		} else {
-			pthread_mutex_unlock(&c->lock);
 		}
-		pthread_join(c->writer, NULL);
+		pthread_mutex_unlock(&c->lock);
+		/*
+		 * With nothing queued and closing set, the writer ends as soon
+		 * as its write returns; the kick (no SA_RESTART) makes a
+		 * blocked write return, and a kick that came just before the
+		 * write began is followed by another.
+		 */
+		for (;;) {
+			struct timespec soon;
+
+			clock_gettime(CLOCK_MONOTONIC, &soon);
+			soon.tv_nsec += 10000000;
+			if (soon.tv_nsec >= 1000000000) {
+				soon.tv_sec++;
+				soon.tv_nsec -= 1000000000;
+			}
+			if (pthread_clockjoin_np(c->writer, NULL,
+						 CLOCK_MONOTONIC,
+						 &soon) != ETIMEDOUT)
+				break;
+			pthread_kill(c->writer, SIG_VCPU_KICK);
+		}
 		c->writer_started = false;
 	}
 	if (c->own_fd)

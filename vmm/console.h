@@ -15,6 +15,10 @@
  * marked closed, and past `limit` bytes (--console-limit) output is not
  * queued. What is dropped is counted, and lull says so once on stderr.
  * console_close() waits at most a second for the ring to drain.
+ *
+ * The writer confines itself (sandbox.h) before console_open() returns,
+ * and takes no signal but SIG_VCPU_KICK, with which console_close()
+ * interrupts a write that nobody reads.
  */
 #ifndef LULL_CONSOLE_H
 #define LULL_CONSOLE_H
@@ -44,10 +48,13 @@ struct console {
 	uint64_t accepted; /* bytes queued so far */
 	uint64_t dropped; /* past the limit, ring full, or destination closed */
 	bool closed; /* the destination stopped taking bytes */
+	int confined; /* 0 until the writer has confined itself; 1, or -errno */
+	char confine_err[160];
 	bool limit_said, full_said;
 };
 
-/* Opens path ("-" or NULL: stdout) and starts the writer. */
+/* Opens path ("-" or NULL: stdout) and starts the writer; fails if the
+ * writer cannot confine itself. */
 int console_open(struct console *c, const char *path, uint64_t limit,
 		 char *err, size_t errlen);
 /* Queues one byte, or drops and counts it; never blocks on the host. */
@@ -55,7 +62,8 @@ void console_putc(struct console *c, uint8_t ch);
 /* Room for n more bytes in the ring (the UART's transmitter is free). */
 bool console_has_room(struct console *c, size_t n);
 /* Waits up to CONSOLE_DRAIN_NS for the ring to drain, then stops the
- * writer (what is left counts as dropped) and closes the file. */
+ * writer (what is left counts as dropped; a blocked write is interrupted)
+ * and closes the file. */
 void console_close(struct console *c);
 
 #endif

@@ -18,5 +18,8 @@
 #define LULL_EXIT_GUEST_CRASH \
 	125 /* triple fault, KVM internal error, failed entry */
 #define LULL_EXIT_SIGNAL_BASE 128 /* SIGHUP 129, SIGINT 130, SIGTERM 143 */
+/* lull itself made a system call its seccomp filter forbids (sandbox.h);
+ * 128 + SIGSYS, as if the filter had killed it */
+#define LULL_EXIT_SECCOMP 159
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "hypercall.h"
 #include "io.h"
+#include "sandbox.h"
 #include "serial.h"
 #include "vm.h"
 
@@ -96,6 +97,17 @@ static void resync(struct vcpu *v, uint64_t now)
 	pvtimer_resync(&cpu_of(v)->pv, now);
 }
 
+static int confine(struct vcpu *v)
+{
+	char err[160];
+	int r = sandbox_enter_vcpu(v->index, v->fd, idle_ring_fd(&v->idle), err,
+				   sizeof(err));
+
+	if (r < 0)
+		vm_request_stop(vcpu_vm(v), LULL_EXIT_HOST, err);
+	return r;
+}
+
 static void fatal(struct vcpu *v, const char *what)
 {
 	char reason[200];
@@ -108,5 +120,6 @@ const struct vcpu_ops vm_vcpu_ops = {
 	.io = port_io,
 	.mmio = mmio,
 	.resync = resync,
+	.confine = confine,
 	.fatal = fatal,
 };

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "clock.h"
+#include "sandbox.h"
 #include "stats.h"
 #include "vm.h"
 
@@ -42,6 +43,8 @@ static const char usage_text[] =
 	"      --console-limit SIZE   write at most SIZE bytes of console output (K/M/G);\n"
 	"                             the rest is dropped and counted (default: no limit)\n"
 	"      --stats FILE           write run statistics as JSON to FILE ('-': stdout)\n"
+	"      --no-seccomp           no system-call filter (to debug a status-159 stop);\n"
+	"                             lull still drops its capabilities\n"
 	"  -h, --help                 this text\n"
 	"  -V, --version              lull's version\n"
 	"\n"
@@ -49,7 +52,8 @@ static const char usage_text[] =
 	"69 /dev/kvm missing or not permitted; 71 host refused a resource; 74 the\n"
 	"--stats write failed (when the guest's status was 0); 124 timeout;\n"
 	"125 guest crashed (triple fault, KVM internal error, failed entry);\n"
-	"129/130/143 stopped by SIGHUP/SIGINT/SIGTERM.\n";
+	"129/130/143 stopped by SIGHUP/SIGINT/SIGTERM; 159 lull made a system call\n"
+	"its seccomp filter forbids (a lull bug, named on stderr).\n";
 
 enum {
 	OPT_CMDLINE = 256,
@@ -61,6 +65,7 @@ enum {
 	OPT_CONSOLE,
 	OPT_CONSOLE_LIMIT,
 	OPT_STATS,
+	OPT_NO_SECCOMP,
 };
 
 static const struct option long_options[] = {
@@ -75,6 +80,7 @@ static const struct option long_options[] = {
 	{ "console", required_argument, NULL, OPT_CONSOLE },
 	{ "console-limit", required_argument, NULL, OPT_CONSOLE_LIMIT },
 	{ "stats", required_argument, NULL, OPT_STATS },
+	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ 0 },
@@ -249,6 +255,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		case OPT_STATS:
 			cfg->stats_path = optarg;
 			break;
+		case OPT_NO_SECCOMP:
+			cfg->no_seccomp = true;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			exit(0);
@@ -303,7 +312,7 @@ int main(int argc, char **argv)
 {
 	uint64_t process_start = clock_now_ns();
 	struct vm_config cfg;
-	FILE *stats = NULL;
+	struct stats_out stats = { NULL, -1 };
 	struct vm vm;
 	int r, status;
 
@@ -329,15 +338,21 @@ int main(int argc, char **argv)
 	if (cfg.stats_path && same_file(cfg.stats_path, cfg.guest_path))
 		return usage_error("--stats %s is the guest image",
 				   cfg.stats_path);
-	if (cfg.stats_path && !(stats = stats_open(cfg.stats_path)))
+	if (cfg.stats_path && (r = stats_open(&stats, cfg.stats_path)) < 0)
 		return usage_error("cannot write --stats to %s: %s",
-				   cfg.stats_path, strerror(errno));
+				   cfg.stats_path, strerror(-r));
 	/* A reader that went away is the console's to note, not fatal. */
 	signal(SIGPIPE, SIG_IGN);
 	r = vcpu_signals_init();
 	if (r < 0) {
 		fprintf(stderr,
 			"lull: cannot set up the vCPU kick signal: %s\n",
+			strerror(-r));
+		return LULL_EXIT_HOST;
+	}
+	r = sandbox_init(!cfg.no_seccomp);
+	if (r < 0) {
+		fprintf(stderr, "lull: cannot set up the seccomp report: %s\n",
 			strerror(-r));
 		return LULL_EXIT_HOST;
 	}
@@ -349,8 +364,8 @@ int main(int argc, char **argv)
 	}
 	status = vm_run(&vm);
 	report_stop(&vm, status);
-	if (stats) {
-		r = stats_write(&vm, stats, process_start);
+	if (stats.f) {
+		r = stats_write(&vm, &stats, process_start);
 		if (r < 0) {
 			fprintf(stderr,
 				"lull: cannot write --stats to %s: %s\n",

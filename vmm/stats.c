@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -27,21 +28,23 @@ static uint64_t process_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t status_kib(const char *field)
+static uint64_t status_kib(int proc_status, const char *field)
 {
-	char line[256];
+	char text[4096];
 	size_t len = strlen(field);
 	uint64_t kib = 0;
-	FILE *f = fopen("/proc/self/status", "r");
+	ssize_t n = pread(proc_status, text, sizeof(text) - 1, 0);
 
-	if (!f)
+	if (n <= 0)
 		return 0;
-	while (fgets(line, sizeof(line), f))
+	text[n] = 0;
+	for (char *line = text; line; line = strchr(line, '\n')) {
+		line += *line == '\n';
 		if (!strncmp(line, field, len) && line[len] == ':') {
 			sscanf(line + len + 1, "%lu", &kib);
 			break;
 		}
-	fclose(f);
+	}
 	return kib;
 }
 
@@ -108,15 +111,21 @@ static void json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-FILE *stats_open(const char *path)
+int stats_open(struct stats_out *s, const char *path)
 {
-	return strcmp(path, "-") ? fopen(path, "we") : stdout;
+	s->f = strcmp(path, "-") ? fopen(path, "we") : stdout;
+	if (!s->f)
+		return -errno;
+	s->proc_status = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	return 0;
 }
 
-int stats_write(struct vm *vm, FILE *f, uint64_t process_start_ns)
+int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 {
+	FILE *f = s->f;
 	bool to_stdout = f == stdout;
-	uint64_t rss = status_kib("VmRSS"), guest = guest_resident_kib(vm);
+	uint64_t rss = status_kib(s->proc_status, "VmRSS");
+	uint64_t guest = guest_resident_kib(vm);
 	uint64_t first = vm->console.first_byte_ns;
 
 	fputs("{\n  \"guest\": ", f);
@@ -158,6 +167,8 @@ int stats_write(struct vm *vm, FILE *f, uint64_t process_start_ns)
 		fputs(i + 1 < vm->nr_cpus_made ? ",\n" : "\n", f);
 	}
 	fputs("  ]\n}\n", f);
+	if (s->proc_status >= 0)
+		close(s->proc_status);
 	if (to_stdout)
 		return fflush(f) ? -errno : 0;
 	return fclose(f) ? -errno : 0;

@@ -13,13 +13,21 @@
 
 struct vm;
 
+struct stats_out {
+	FILE *f;
+	/* /proc/self/status, for the resident set: opened with the output,
+	 * because the main thread cannot open files once it is confined */
+	int proc_status;
+};
+
 /*
  * Opens the --stats destination before the run, so that a path lull cannot
  * write is a usage error rather than a run lost at the end. path "-" is
- * stdout. Returns NULL with errno set.
+ * stdout. Returns 0 or a negative errno.
  */
-FILE *stats_open(const char *path);
-/* Writes the object and closes f. Returns 0 or a negative errno. */
-int stats_write(struct vm *vm, FILE *f, uint64_t process_start_ns);
+int stats_open(struct stats_out *s, const char *path);
+/* Writes the object and closes s. Returns 0 or a negative errno. */
+int stats_write(struct vm *vm, struct stats_out *s,
+		uint64_t process_start_ns);
 
 #endif

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "io.h"
 #include "pvh.h"
+#include "sandbox.h"
 #include "vm.h"
 
 #define vm_err(vm, ...) snprintf((vm)->error, sizeof((vm)->error), __VA_ARGS__)
@@ -348,6 +349,13 @@ int vm_run(struct vm *vm)
 			vm_request_stop(vm, LULL_EXIT_HOST, reason);
 			break;
 		}
+	}
+	/* Every thread that runs guest code has confined itself by now. */
+	if (!atomic_load(&vm->stop)) {
+		char err[160];
+
+		if (sandbox_enter_main(err, sizeof(err)) < 0)
+			vm_request_stop(vm, LULL_EXIT_HOST, err);
 	}
 	wait_for_stop(vm, &set);
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++)

@@ -41,6 +41,7 @@ struct vm_config {
 	const char *console_path; /* NULL: stdout */
 	uint64_t console_limit; /* bytes; 0: none */
 	const char *stats_path; /* NULL: none, "-": stdout */
+	bool no_seccomp; /* --no-seccomp: confine threads without filters */
 };
 
 /* Hypercall argument errors, counted per kind, the first of each logged. */
