@@ -112,9 +112,11 @@ struct lull_slot_counters {
 	uint64_t merged; /* expirations collapsed into another delivery or dropped */
 };
 
+#define LULL_SHARED_PAGE_SIZE 4096
+
 /*
  * The per-vCPU shared page, registered with LULL_HC_SET_SHARED_PAGE
- * (gpa 4096-aligned, inside guest RAM). The VMM writes it only while the
+ * (gpa LULL_SHARED_PAGE_SIZE-aligned, inside guest RAM). The VMM writes it only while the
  * vCPU is out of the guest, so a vCPU reading its own page sees it whole.
  */
 struct lull_shared_page {

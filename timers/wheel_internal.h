@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "container_of.h"
 #include "wheel.h"
 
 #define hot_inline inline __attribute__((always_inline))
@@ -56,8 +57,7 @@ enum timer_state {
 
 static hot_inline struct wheel_timer *wheel_timer_of(struct wheel_link *link)
 {
-	return (struct wheel_timer *)((char *)link -
-				      offsetof(struct wheel_timer, link));
+	return container_of(link, struct wheel_timer, link);
 }
 
 static hot_inline unsigned timer_state(const struct wheel_timer *t)

@@ -89,8 +89,7 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 		  LULL_HCALL_PORT, cfg->nr_slots, cfg->nr_vcpus);
 	lull_leaf(&c->entries[n++], LULL_CPUID_TIMING, LULL_ABI_VERSION,
 		  (uint32_t)LULL_PERIOD_FLOOR_NS, cfg->missed_ticks,
-		  cfg->timer_mode == TIMER_MODE_STRICT ? LULL_MODE_STRICT :
-							 LULL_MODE_DEFERRABLE);
+		  cfg->timer_mode);
 	c->nent = n;
 	return c;
 }

@@ -74,10 +74,10 @@ static int64_t set_shared_page(struct vm *vm, struct vm_cpu *cpu, uint64_t gpa)
 {
 	struct lull_shared_page *page;
 
-	if (gpa & 4095)
+	if (gpa % LULL_SHARED_PAGE_SIZE)
 		return bad(vm, cpu, HC_ERR_POINTER, -LULL_EFAULT,
 			   "shared page 0x%" PRIx64 " not 4 KiB aligned", gpa);
-	page = vm_gpa_to_hva(vm, gpa, 4096);
+	page = vm_gpa_to_hva(vm, gpa, LULL_SHARED_PAGE_SIZE);
 	if (!page)
 		return bad(vm, cpu, HC_ERR_POINTER, -LULL_EFAULT,
 			   "shared page 0x%" PRIx64 " outside guest RAM", gpa);

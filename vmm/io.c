@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "container_of.h"
 #include "hypercall.h"
 #include "io.h"
 #include "sandbox.h"
@@ -11,7 +12,7 @@
 
 static struct vm_cpu *cpu_of(struct vcpu *v)
 {
-	return (struct vm_cpu *)v; /* vcpu is the first member of vm_cpu */
+	return container_of(v, struct vm_cpu, vcpu);
 }
 
 static void log_unclaimed_port(struct vm *vm, struct vcpu *v, uint16_t port,
@@ -36,7 +37,7 @@ static void debug_exit(struct vm *vm, unsigned size, const uint8_t *data)
 	memcpy(&value, data, size > 4 ? 4 : size);
 	snprintf(reason, sizeof(reason),
 		 "guest wrote %u to the debug-exit port", value);
-	vm_request_stop(vm, (int)(value & 0xff), reason);
+	vm_request_stop(vm, VM_STOP_GUEST_EXIT, (int)(value & 0xff), reason);
 }
 
 static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
@@ -104,7 +105,7 @@ static int confine(struct vcpu *v)
 				   sizeof(err));
 
 	if (r < 0)
-		vm_request_stop(vcpu_vm(v), LULL_EXIT_HOST, err);
+		vm_request_stop(vcpu_vm(v), VM_STOP_HOST, LULL_EXIT_HOST, err);
 	return r;
 }
 
@@ -113,7 +114,8 @@ static void fatal(struct vcpu *v, const char *what)
 	char reason[200];
 
 	snprintf(reason, sizeof(reason), "vcpu %u: %s", v->index, what);
-	vm_request_stop(vcpu_vm(v), LULL_EXIT_GUEST_CRASH, reason);
+	vm_request_stop(vcpu_vm(v), VM_STOP_CRASH, LULL_EXIT_GUEST_CRASH,
+			reason);
 }
 
 const struct vcpu_ops vm_vcpu_ops = {

@@ -18,7 +18,9 @@
 #include "stats.h"
 #include "vm.h"
 
-#define LULL_VERSION "0.1.0"
+/* LULL_VERSION comes from meson.build's project version. */
+#define STRINGIFY(x) #x
+#define TO_STRING(x) STRINGIFY(x)
 
 static const char usage_text[] =
 	"usage: lull run [options] GUEST.elf\n"
@@ -36,7 +38,7 @@ static const char usage_text[] =
 	"                             strict: every timer is hard, the classic baseline\n"
 	"      --missed-ticks POLICY  late periodic ticks: one (default: collapse into\n"
 	"                             one), all (deliver each), none (drop them)\n"
-	"      --slop NS              timer coalescing window in ns (default 50000)\n"
+	"      --slop NS              timer coalescing window in ns (default " TO_STRING(LULL_DEFAULT_SLOP_NS) ")\n"
 	"      --timer-slots N        timer slots per vCPU, 2..128 (default 64)\n"
 	"      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
 	"      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
@@ -155,9 +157,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 	*cfg = (struct vm_config){
 		.mem_size = 16ull << 20,
 		.nr_vcpus = 1,
-		.timer_mode = TIMER_MODE_DEFERRABLE,
+		.timer_mode = LULL_MODE_DEFERRABLE,
 		.missed_ticks = LULL_MISSED_ONE,
-		.slop_ns = 50000,
+		.slop_ns = LULL_DEFAULT_SLOP_NS,
 		.nr_slots = LULL_DEFAULT_SLOTS,
 	};
 	optind = 1;
@@ -193,9 +195,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			break;
 		case OPT_TIMER_MODE:
 			if (!strcmp(optarg, "deferrable"))
-				cfg->timer_mode = TIMER_MODE_DEFERRABLE;
+				cfg->timer_mode = LULL_MODE_DEFERRABLE;
 			else if (!strcmp(optarg, "strict"))
-				cfg->timer_mode = TIMER_MODE_STRICT;
+				cfg->timer_mode = LULL_MODE_STRICT;
 			else
 				return usage_error(
 					"--timer-mode '%s': choose deferrable or strict",
@@ -297,14 +299,12 @@ static bool same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
-static void report_stop(const struct vm *vm, int status)
+/* One line on stderr, unless the guest chose the status itself. */
+static void report_stop(const struct vm *vm)
 {
-	if (status == LULL_EXIT_GUEST_CRASH && vm->stop_reason[0] &&
-	    strncmp(vm->stop_reason, "guest wrote", 11))
+	if (vm->stop_cause == VM_STOP_CRASH)
 		fprintf(stderr, "lull: guest crashed: %s\n", vm->stop_reason);
-	else if ((status == LULL_EXIT_TIMEOUT ||
-		  status > LULL_EXIT_SIGNAL_BASE || status == LULL_EXIT_HOST) &&
-		 strncmp(vm->stop_reason, "guest wrote", 11))
+	else if (vm->stop_cause != VM_STOP_GUEST_EXIT)
 		fprintf(stderr, "lull: %s\n", vm->stop_reason);
 }
 
@@ -363,7 +363,7 @@ int main(int argc, char **argv)
 		return -r;
 	}
 	status = vm_run(&vm);
-	report_stop(&vm, status);
+	report_stop(&vm);
 	if (stats.f) {
 		r = stats_write(&vm, &stats, process_start);
 		if (r < 0) {

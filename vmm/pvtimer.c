@@ -3,11 +3,9 @@
 #include <string.h>
 
 #include "clock.h"
+#include "container_of.h"
 #include "pvtimer.h"
 #include "vcpu.h"
-
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr)-offsetof(type, member)))
 
 static void count(struct pvtimer_slot *s, uint64_t delivered, uint64_t merged)
 {

@@ -137,7 +137,7 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		",\n  \"timer_mode\": \"%s\",\n  \"missed_ticks\": \"%s\","
 		"\n  \"slop_ns\": %lu,\n  \"mem_bytes\": %lu,\n  \"nr_vcpus\": %u,\n"
 		"  \"tsc_stable\": %s,\n",
-		vm->cfg.timer_mode == TIMER_MODE_STRICT ? "strict" :
+		vm->cfg.timer_mode == LULL_MODE_STRICT ? "strict" :
 							  "deferrable",
 		missed_names[vm->cfg.missed_ticks % 3], vm->cfg.slop_ns,
 		vm->cfg.mem_size, vm->cfg.nr_vcpus,

@@ -167,7 +167,7 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 		if (i == 0) /* KVM set its TSC to 0 as it made it: pvclock.h */
 			tsc_zero_ns = v->created_ns;
 		pvtimer_init(&cpu->pv, v, vm->cfg.nr_slots,
-			     vm->cfg.timer_mode == TIMER_MODE_STRICT,
+			     vm->cfg.timer_mode == LULL_MODE_STRICT,
 			     vm->cfg.missed_ticks);
 		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, entry,
 				    start_info);
@@ -257,12 +257,14 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	return 0;
 }
 
-void vm_request_stop(struct vm *vm, int status, const char *reason)
+void vm_request_stop(struct vm *vm, enum vm_stop_cause cause, int status,
+		     const char *reason)
 {
 	bool first = false;
 
 	if (!atomic_compare_exchange_strong(&vm->stopped_once, &first, true))
 		return;
+	vm->stop_cause = cause;
 	vm->exit_status = status;
 	snprintf(vm->stop_reason, sizeof(vm->stop_reason), "%s", reason);
 	atomic_store_explicit(&vm->stop, true, memory_order_release);
@@ -308,7 +310,8 @@ static void wait_for_stop(struct vm *vm, const sigset_t *set)
 				snprintf(reason, sizeof(reason),
 					 "--timeout of %g s expired",
 					 vm->cfg.timeout_s);
-				vm_request_stop(vm, LULL_EXIT_TIMEOUT, reason);
+				vm_request_stop(vm, VM_STOP_TIMEOUT,
+						LULL_EXIT_TIMEOUT, reason);
 				break;
 			}
 			ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
@@ -321,8 +324,8 @@ static void wait_for_stop(struct vm *vm, const sigset_t *set)
 
 			snprintf(reason, sizeof(reason), "stopped by SIG%s",
 				 sigabbrev_np(sig));
-			vm_request_stop(vm, LULL_EXIT_SIGNAL_BASE + sig,
-					reason);
+			vm_request_stop(vm, VM_STOP_SIGNAL,
+					LULL_EXIT_SIGNAL_BASE + sig, reason);
 		}
 	}
 }
@@ -346,7 +349,7 @@ int vm_run(struct vm *vm)
 			snprintf(reason, sizeof(reason),
 				 "cannot start the thread of vCPU %u: %s", i,
 				 strerror(-r));
-			vm_request_stop(vm, LULL_EXIT_HOST, reason);
+			vm_request_stop(vm, VM_STOP_HOST, LULL_EXIT_HOST, reason);
 			break;
 		}
 	}
@@ -355,7 +358,7 @@ int vm_run(struct vm *vm)
 		char err[160];
 
 		if (sandbox_enter_main(err, sizeof(err)) < 0)
-			vm_request_stop(vm, LULL_EXIT_HOST, err);
+			vm_request_stop(vm, VM_STOP_HOST, LULL_EXIT_HOST, err);
 	}
 	wait_for_stop(vm, &set);
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++)

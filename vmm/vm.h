@@ -26,13 +26,14 @@
 /* Wakes the main thread when a vCPU (or anything) stops the VM. */
 #define SIG_VM_STOP SIGUSR2
 
-enum timer_mode { TIMER_MODE_DEFERRABLE = 0, TIMER_MODE_STRICT = 1 };
+/* --slop's default: the coalescing window of a hard timer, in ns */
+#define LULL_DEFAULT_SLOP_NS 50000
 
 struct vm_config {
 	const char *guest_path;
 	uint64_t mem_size;
 	unsigned nr_vcpus;
-	enum timer_mode timer_mode;
+	unsigned timer_mode; /* LULL_MODE_*, as the guest reads it in CPUID */
 	unsigned missed_ticks; /* LULL_MISSED_* */
 	uint64_t slop_ns;
 	unsigned nr_slots;
@@ -56,6 +57,15 @@ enum hc_error {
 	HC_ERR_KINDS
 };
 
+/* Why the VM stopped: what lull says about it, beside the status. */
+enum vm_stop_cause {
+	VM_STOP_GUEST_EXIT, /* the guest wrote its status: nothing to add */
+	VM_STOP_CRASH, /* triple fault, KVM internal error, failed entry */
+	VM_STOP_TIMEOUT,
+	VM_STOP_SIGNAL,
+	VM_STOP_HOST, /* lull could not go on: a thread, a filter */
+};
+
 struct vm_cpu {
 	struct vcpu vcpu;
 	struct pvtimer pv;
@@ -74,6 +84,7 @@ struct vm {
 
 	atomic_bool stop;
 	atomic_bool stopped_once;
+	enum vm_stop_cause stop_cause;
 	int exit_status;
 	char stop_reason[160];
 	pthread_t main_thread; /* sleeps in vm_run until SIG_VM_STOP */
@@ -103,7 +114,8 @@ int vm_run(struct vm *vm);
 void vm_destroy(struct vm *vm);
 
 /* Ends the VM with `status`; the first caller wins. Any thread. */
-void vm_request_stop(struct vm *vm, int status, const char *reason);
+void vm_request_stop(struct vm *vm, enum vm_stop_cause cause, int status,
+		     const char *reason);
 
 /* Guest RAM access with bounds checks: NULL if [gpa, gpa+len) is not RAM. */
 void *vm_gpa_to_hva(struct vm *vm, uint64_t gpa, uint64_t len);

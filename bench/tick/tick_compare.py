@@ -79,7 +79,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build", help="meson build dir (default: build)")
     ap.add_argument("--seconds", type=float, default=10, help="run time (default 10)")
-    ap.add_argument("--slop", type=int, default=50000, help="lull --slop in ns (default 50000)")
+    ap.add_argument("--slop", type=int, help="lull --slop in ns (default: lull's)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args()
 
@@ -104,7 +104,8 @@ def main():
     try:
         for name, args in runs.items():
             stats = os.path.join(tmp, name + ".json")
-            cmd = [lull, "run", "--slop", str(a.slop), "--timeout", str(secs + 30),
+            slop = ["--slop", str(a.slop)] if a.slop is not None else []
+            cmd = [lull, "run", *slop, "--timeout", str(secs + 30),
                    "--stats", stats] + args
             procs[name] = (subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True), stats)
@@ -139,6 +140,7 @@ def main():
             st = None
         r = {"status": p.returncode, "guest_verdict": verdict}
         if st:
+            result["slop_ns"] = st["slop_ns"]  # what lull used
             wall = st["wall_ns"] / 1e9
             v = st["vcpus"]
             r.update({
@@ -173,7 +175,7 @@ def main():
         return 0 if all(result[n]["status"] == 0 for n in runs) else 1
 
     us = lambda h: f"{h['p50']/1e3:.0f}/{h['p99']/1e3:.0f}/{h['max']/1e3:.0f}"
-    print(f"tick guest, {secs} s, slop {a.slop} ns, both modes side by side in one run")
+    print(f"tick guest, {secs} s, slop {result['slop_ns']} ns, both modes side by side in one run")
     print(f"{'':22}{'deferrable':>16}{'strict':>16}")
     rows = [("host wakeups/s (lull)", lambda r: f"{r['wakeups_per_s']:.1f}"),
             ("host wakeups/s (kernel)", lambda r: f"{r.get('kernel_wakeups_per_s', float('nan')):.1f}"),

@@ -42,7 +42,7 @@ trap 'rm -rf "$tmp"' EXIT
 # timers/meson.build: no SLP vectorizer), the same for both sides.
 so() { # so SRC_DIR OUT
 	gcc -O3 -fPIC -shared -std=gnu11 -D_GNU_SOURCE \
-		-fno-tree-slp-vectorize -I"$1/timers" "$1/timers/wheel.c" \
+		-fno-tree-slp-vectorize -I"$1/timers" -I"$1/include" "$1/timers/wheel.c" \
 		"$1/timers/wheel_advance.c" "$1/timers/wheel_sort.c" -o "$2"
 }
 tree() { # tree REV DIR: the timers/ of REV, or of the working tree

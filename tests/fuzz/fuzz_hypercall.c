@@ -552,7 +552,7 @@ static void vm_build(struct input *in)
 	vm.cfg.nr_vcpus = 1 + shape % MAX_VCPUS;
 	vm.cfg.nr_slots = nr_slots;
 	vm.cfg.timer_mode =
-		shape & 4 ? TIMER_MODE_STRICT : TIMER_MODE_DEFERRABLE;
+		shape & 4 ? LULL_MODE_STRICT : LULL_MODE_DEFERRABLE;
 	vm.cfg.missed_ticks = (shape >> 3) % 3;
 	vm.cfg.slop_ns = 50000;
 	vm.ram_size = pages * 4096 + tail;
@@ -576,7 +576,7 @@ static void vm_build(struct input *in)
 		check(vcpu_init(&cpu->vcpu, i, -1, -1, &vm_vcpu_ops, &vm,
 				&vm.stop, vm.cfg.slop_ns, now) == 0);
 		pvtimer_init(&cpu->pv, &cpu->vcpu, nr_slots,
-			     vm.cfg.timer_mode == TIMER_MODE_STRICT,
+			     vm.cfg.timer_mode == LULL_MODE_STRICT,
 			     vm.cfg.missed_ticks);
 		if (!clock || !tsc_khz)
 			continue;
