@@ -147,7 +147,11 @@ static void arm_kick_timer(struct vcpu *v, uint64_t when)
 		if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
 			its.it_value.tv_nsec = 1; /* zero would disarm */
 	}
-	timer_settime(v->kick_timer, TIMER_ABSTIME, &its, NULL);
+	/* Unarmed, a busy vCPU would never run its timers: stop instead. */
+	if (timer_settime(v->kick_timer, TIMER_ABSTIME, &its, NULL) < 0) {
+		fatal(v, "cannot arm the kick timer: %s", strerror(errno));
+		return;
+	}
 	v->kick_armed_at = when;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* vCPU setup, teardown and the cross-thread entry points (kick, post). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -129,12 +130,25 @@ uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
 			 deferred ? IRQ_SRC_DEFERRED : IRQ_SRC_HARD, expiry);
 }
 
+/* Registers lull cannot read or write: the VM cannot go on correctly. */
+static void regs_failed(struct vcpu *v, const char *ioctl_name)
+{
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "%s failed: %s", ioctl_name,
+		 strerror(errno));
+	v->ops->fatal(v, msg);
+}
+
 struct kvm_regs *vcpu_regs(struct vcpu *v)
 {
 	if (v->sync_regs)
 		return &v->run->s.regs.regs;
-	if (v->fd >= 0)
-		ioctl(v->fd, KVM_GET_REGS, &v->regs_cache);
+	if (v->fd >= 0 && ioctl(v->fd, KVM_GET_REGS, &v->regs_cache) < 0) {
+		/* not the previous exit's registers: zeros, and a stop */
+		memset(&v->regs_cache, 0, sizeof(v->regs_cache));
+		regs_failed(v, "KVM_GET_REGS");
+	}
 	return &v->regs_cache;
 }
 
@@ -142,6 +156,6 @@ void vcpu_regs_changed(struct vcpu *v)
 {
 	if (v->sync_regs)
 		v->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
-	else if (v->fd >= 0)
-		ioctl(v->fd, KVM_SET_REGS, &v->regs_cache);
+	else if (v->fd >= 0 && ioctl(v->fd, KVM_SET_REGS, &v->regs_cache) < 0)
+		regs_failed(v, "KVM_SET_REGS");
 }
