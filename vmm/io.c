@@ -15,13 +15,19 @@ static struct vm_cpu *cpu_of(struct vcpu *v)
 	return container_of(v, struct vm_cpu, vcpu);
 }
 
+void unclaimed_init(struct unclaimed *u)
+{
+	memset(u, 0, sizeof(*u));
+	pthread_mutex_init(&u->mmio_lock, NULL);
+}
+
 static void log_unclaimed_port(struct vm *vm, struct vcpu *v, uint16_t port,
 			       bool out, unsigned size)
 {
 	uint64_t bit = 1ull << (port % 64);
 
-	atomic_fetch_add_explicit(&vm->unclaimed_io, 1, memory_order_relaxed);
-	if (atomic_fetch_or(&vm->port_logged[port / 64], bit) & bit)
+	atomic_fetch_add_explicit(&vm->unclaimed.io, 1, memory_order_relaxed);
+	if (atomic_fetch_or(&vm->unclaimed.port_logged[port / 64], bit) & bit)
 		return;
 	fprintf(stderr,
 		"lull: vcpu %u: unclaimed port 0x%x %s (size %u): %s; further accesses are only counted\n",
@@ -48,7 +54,7 @@ static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
 	for (unsigned i = 0; i < count; i++, data += size) {
 		if (port >= LULL_COM1_PORT &&
 		    port < LULL_COM1_PORT + SERIAL_PORTS && size == 1) {
-			serial_io(vm, port - LULL_COM1_PORT, out, data);
+			serial_io(&vm->serial, port - LULL_COM1_PORT, out, data);
 		} else if (port == LULL_DEBUGCON_PORT) {
 			if (out)
 				console_putc(&vm->console, data[0]);
@@ -72,19 +78,18 @@ static void mmio(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 	struct vm *vm = vcpu_vm(v);
 	bool first = true;
 
-	atomic_fetch_add_explicit(&vm->unclaimed_mmio, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&vm->unclaimed.mmio, 1, memory_order_relaxed);
 	if (!write)
 		memset(data, 0xff, len > 8 ? 8 : len);
 
-	/* A fixed table: a guest sweeping addresses cannot grow our memory. */
-	pthread_mutex_lock(&vm->mmio_log_lock);
-	for (unsigned i = 0; i < vm->nr_mmio_logged && first; i++)
-		first = vm->mmio_logged[i] != addr;
-	if (first && vm->nr_mmio_logged < UNCLAIMED_MMIO_LOGGED)
-		vm->mmio_logged[vm->nr_mmio_logged++] = addr;
+	pthread_mutex_lock(&vm->unclaimed.mmio_lock);
+	for (unsigned i = 0; i < vm->unclaimed.nr_mmio_logged && first; i++)
+		first = vm->unclaimed.mmio_logged[i] != addr;
+	if (first && vm->unclaimed.nr_mmio_logged < UNCLAIMED_MMIO_LOGGED)
+		vm->unclaimed.mmio_logged[vm->unclaimed.nr_mmio_logged++] = addr;
 	else
 		first = false;
-	pthread_mutex_unlock(&vm->mmio_log_lock);
+	pthread_mutex_unlock(&vm->unclaimed.mmio_lock);
 	if (first)
 		fprintf(stderr,
 			"lull: vcpu %u: unclaimed MMIO %s at 0x%" PRIx64

@@ -159,8 +159,8 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		fprintf(f, "%s\"%s\": %lu", k ? ", " : "", hc_error_names[k],
 			(uint64_t)atomic_load(&vm->hc_errors[k]));
 	fprintf(f, "},\n  \"unclaimed_io\": %lu,\n  \"unclaimed_mmio\": %lu,\n",
-		(uint64_t)atomic_load(&vm->unclaimed_io),
-		(uint64_t)atomic_load(&vm->unclaimed_mmio));
+		(uint64_t)atomic_load(&vm->unclaimed.io),
+		(uint64_t)atomic_load(&vm->unclaimed.mmio));
 	fputs("  \"vcpus\": [\n", f);
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
 		vcpu_json(f, &vm->cpus[i].vcpu);

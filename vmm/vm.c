@@ -212,8 +212,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	atomic_init(&vm->stop, false);
 	atomic_init(&vm->stopped_once, false);
 	atomic_init(&vm->main_thread_known, false);
-	pthread_mutex_init(&vm->serial_lock, NULL);
-	pthread_mutex_init(&vm->mmio_log_lock, NULL);
+	serial_init(&vm->serial, &vm->console);
+	unclaimed_init(&vm->unclaimed);
 	vm->start_ns = clock_now_ns();
 	vm->console.fd = -1;
 

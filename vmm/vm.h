@@ -19,8 +19,10 @@
 
 #include "console.h"
 #include "exit_status.h"
+#include "io.h"
 #include "pvclock.h"
 #include "pvtimer.h"
+#include "serial.h"
 #include "vcpu.h"
 
 /* Wakes the main thread when a vCPU (or anything) stops the VM. */
@@ -71,8 +73,6 @@ struct vm_cpu {
 	struct pvtimer pv;
 };
 
-#define UNCLAIMED_MMIO_LOGGED 64
-
 struct vm {
 	struct vm_config cfg;
 	int kvm_fd, vm_fd;
@@ -91,19 +91,13 @@ struct vm {
 	atomic_bool main_thread_known;
 
 	struct console console;
-	pthread_mutex_t serial_lock;
-	uint8_t serial_regs[8];
-	uint8_t serial_dll, serial_dlm;
+	struct serial serial;
 
 	/* untrusted-guest accounting */
 	atomic_uint_fast64_t hc_calls;
 	atomic_uint_fast64_t hc_errors[HC_ERR_KINDS];
 	atomic_bool hc_error_logged[HC_ERR_KINDS];
-	atomic_uint_fast64_t unclaimed_io, unclaimed_mmio;
-	_Atomic uint64_t port_logged[65536 / 64];
-	pthread_mutex_t mmio_log_lock;
-	uint64_t mmio_logged[UNCLAIMED_MMIO_LOGGED];
-	unsigned nr_mmio_logged;
+	struct unclaimed unclaimed;
 
 	uint64_t start_ns, end_ns;
 	char error[256];

@@ -302,7 +302,7 @@ static bool op_port(struct input *in)
 					     (uint16_t)take(in, 2);
 	bool out = mode & 1;
 	unsigned size = sizes[(mode >> 1) & 3], count = 1 + ((mode >> 3) & 3);
-	uint64_t unclaimed = atomic_load(&vm.unclaimed_io);
+	uint64_t unclaimed = atomic_load(&vm.unclaimed.io);
 	bool hcall = port == LULL_HCALL_PORT && out && count == 1;
 	uint8_t *data = malloc(size * count); /* exact: ASan sees overruns */
 
@@ -311,7 +311,7 @@ static bool op_port(struct input *in)
 		data[i] = (uint8_t)take(in, 1);
 	vm_vcpu_ops.io(&cpu->vcpu, port, out, size, count, data);
 	if (!claimed(port, out, size, count)) {
-		check(atomic_load(&vm.unclaimed_io) == unclaimed + count);
+		check(atomic_load(&vm.unclaimed.io) == unclaimed + count);
 		for (unsigned i = 0; !out && i < size * count; i++)
 			check(data[i] == 0xff);
 	} else if (port == LULL_DEBUGCON_PORT && !out) {
@@ -559,8 +559,8 @@ static void vm_build(struct input *in)
 	vm.ram = calloc(1, vm.ram_size);
 	vm.cpus = calloc(vm.cfg.nr_vcpus, sizeof(*vm.cpus));
 	vm.kvm_fd = vm.vm_fd = -1;
-	pthread_mutex_init(&vm.serial_lock, NULL);
-	pthread_mutex_init(&vm.mmio_log_lock, NULL);
+	serial_init(&vm.serial, &vm.console);
+	unclaimed_init(&vm.unclaimed);
 	/* console_open() minus the file and the writer thread */
 	pthread_mutex_init(&vm.console.lock, NULL);
 	pthread_cond_init(&vm.console.more, NULL);
@@ -603,8 +603,8 @@ static void vm_build(struct input *in)
 
 static void vm_free(void)
 {
-	pthread_mutex_destroy(&vm.serial_lock);
-	pthread_mutex_destroy(&vm.mmio_log_lock);
+	pthread_mutex_destroy(&vm.serial.lock);
+	pthread_mutex_destroy(&vm.unclaimed.mmio_lock);
 	pthread_mutex_destroy(&vm.console.lock);
 	pthread_cond_destroy(&vm.console.more);
 	pthread_cond_destroy(&vm.console.drained);
