@@ -45,13 +45,13 @@ so() { # so SRC_DIR OUT
 		-fno-tree-slp-vectorize -I"$1/timers" -I"$1/include" "$1/timers/wheel.c" \
 		"$1/timers/wheel_advance.c" "$1/timers/wheel_sort.c" -o "$2"
 }
-tree() { # tree REV DIR: the timers/ of REV, or of the working tree
+tree() { # tree REV DIR: timers/ and include/ of REV, or of the working tree
 	mkdir -p "$2"
 	if [ -n "$1" ]; then
-		git -C "$top" archive "$1" timers >"$2.tar"
+		git -C "$top" archive "$1" timers include >"$2.tar"
 		tar -x -C "$2" -f "$2.tar"
 	else
-		cp -r "$top/timers" "$2/"
+		cp -r "$top/timers" "$top/include" "$2/"
 	fi
 }
 tree "$rev_a" "$tmp/a"
