@@ -47,6 +47,19 @@ irq_common:
 	push	%r10
 	push	%r11
 	cld
+	/*
+	 * An interrupt can only stop at sti_hlt's HLT if it came inside the
+	 * STI shadow, which QEMU's emulated SVM before 9.1 drops across a
+	 * VM exit (VMRUN does not reload it). Returning to the HLT would
+	 * halt with nothing left to wake it: step over it instead, so the
+	 * caller's loop checks its condition again, and count it.
+	 */
+	leaq	sti_hlt_hlt(%rip), %rax
+	cmpq	%rax, 88(%rsp)	/* the interrupted rip */
+	jne	1f
+	incq	88(%rsp)	/* hlt is one byte */
+	lock incq	sti_hlt_shadow_lost(%rip)
+1:
 	mov	72(%rsp), %rdi	/* the vector */
 	call	irq_dispatch
 	pop	%r11
@@ -60,6 +73,21 @@ irq_common:
 	pop	%rax
 	add	$16, %rsp	/* vector, error code */
 	iretq
+
+/* sti; hlt out of line, so that irq_common knows the HLT's address. */
+	.globl sti_hlt, sti_hlt_hlt
+sti_hlt:
+	sti
+sti_hlt_hlt:
+	hlt
+	ret
+
+	.data
+	.p2align 3
+	.globl sti_hlt_shadow_lost
+sti_hlt_shadow_lost:
+	.quad 0
+	.text
 
 isr_common:
 	push	%rax

@@ -53,6 +53,11 @@ void smp_wait_gate(void)
 
 void rt_exit(uint32_t code)
 {
+	uint64_t lost = __atomic_load_n(&sti_hlt_shadow_lost, __ATOMIC_RELAXED);
+
+	if (lost)
+		printf("rt: %lu interrupt(s) came inside sti;hlt's STI shadow (a CPU that loses it; stepped over the hlt)\n",
+		       lost);
 	outl(LULL_DEBUG_EXIT_PORT, code);
 	for (;;) { /* no debug-exit device: stop here */
 		cli();

@@ -80,15 +80,14 @@ static inline void sti(void)
 }
 
 /*
- * sti; hlt back to back: STI delays interrupt recognition by one
+ * sti; hlt back to back (isr.S): STI delays interrupt recognition by one
  * instruction, so an interrupt that is already pending is taken after the
  * HLT has started and wakes it. A condition checked with IF=0 just before
- * cannot be missed.
+ * cannot be missed. Where an emulated CPU loses that shadow, the interrupt
+ * entry steps over the HLT and counts it in sti_hlt_shadow_lost.
  */
-static inline void sti_hlt(void)
-{
-	asm volatile("sti; hlt" : : : "memory");
-}
+void sti_hlt(void);
+extern uint64_t sti_hlt_shadow_lost;
 
 static inline void hlt(void)
 {
