@@ -251,9 +251,10 @@ static void handle_exit(struct vcpu *v)
 
 /*
  * The kernel's own count of this thread's sleeps. host_wakeups counts
- * returns from the idle wait; the two should agree but for the few other
- * sleeps a thread does (creation, the console lock), which is the point of
- * reporting both.
+ * returns from the idle wait; counted from the first entry into the guest
+ * (set-up sleeps are not the guest's), the two should agree but for the
+ * few other sleeps a running vCPU does (the console lock), which is the
+ * point of reporting both.
  */
 static uint64_t thread_voluntary_switches(void)
 {
@@ -293,6 +294,7 @@ static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
 	char name[16];
+	uint64_t switches_before;
 	int r;
 
 	v->self = pthread_self();
@@ -312,6 +314,7 @@ static void *vcpu_thread(void *arg)
 	}
 	if (v->ops->confine && v->ops->confine(v))
 		return NULL;
+	switches_before = thread_voluntary_switches();
 	while (!stopping(v)) {
 		uint64_t now = catch_up(v), kick_at;
 
@@ -346,7 +349,8 @@ static void *vcpu_thread(void *arg)
 		handle_exit(v);
 	}
 	arm_kick_timer(v, UINT64_MAX);
-	v->stats.kernel_voluntary_switches = thread_voluntary_switches();
+	v->stats.kernel_voluntary_switches =
+		thread_voluntary_switches() - switches_before;
 	return NULL;
 }
 

@@ -64,7 +64,8 @@ struct vcpu_stats {
 	uint64_t timers_fired_hard;
 	uint64_t timers_fired_deferred;
 	uint64_t kicks_received;
-	/* the kernel's count for this thread, read as it exits: a cross-check */
+	/* the kernel's count of this thread's sleeps from its first entry
+	 * into the guest to its exit: a cross-check of host_wakeups */
 	uint64_t kernel_voluntary_switches;
 	struct histogram hard_lateness_ns;
 	struct histogram deferred_delay_ns;

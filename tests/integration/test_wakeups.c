@@ -161,10 +161,11 @@ Test(wakeups, idle_strict_vcpu_threads_wake_per_tick)
 /*
  * lull's own count against the kernel's, for the whole run of every vCPU
  * thread: --stats reports host_wakeups (returns from the idle wait) next
- * to kernel_voluntary_switches (read by each vCPU thread as it exits). A
- * thread sleeps a few times for other reasons (creation, the console
- * lock, which four vCPUs printing at once contend for; the sanitizer
- * runtimes add their own), and a wait that finds its kick already there
+ * to kernel_voluntary_switches (each vCPU thread's sleeps from its first
+ * entry into the guest to its exit). A running vCPU sleeps a few times for
+ * other reasons (the console lock, which four vCPUs printing at once
+ * contend for; the sanitizer runtimes add their own), and a wait that
+ * finds its kick already there
  * returns without sleeping: the two may differ by a few, not by a trend
  * (a deferrable tick waking the host unseen would show ~100 here).
  */
