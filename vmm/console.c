@@ -33,6 +33,13 @@ static int writer_start(struct console *c)
 	return r;
 }
 
+/* CLOCK_MONOTONIC ns as the absolute time the pthread waits take. */
+static struct timespec monotonic_at(uint64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
+				  .tv_nsec = (long)(ns % 1000000000ull) };
+}
+
 /* The writer: one contiguous run of the ring at a time, lock dropped. */
 static void *console_writer(void *arg)
 {
@@ -122,13 +129,12 @@ int console_open(struct console *c, const char *path, uint64_t limit,
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	r = pthread_create(&c->writer, NULL, console_writer, c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!r)
-		pthread_setname_np(c->writer, "console");
 	if (r) {
 		snprintf(err, errlen, "cannot start the console thread: %s",
 			 strerror(r));
 		return -r;
 	}
+	pthread_setname_np(c->writer, "console");
 	c->writer_started = true;
 	pthread_mutex_lock(&c->lock);
 	while (!c->confined)
@@ -189,14 +195,11 @@ bool console_has_room(struct console *c, size_t n)
 
 void console_close(struct console *c)
 {
-	struct timespec until;
-	uint64_t deadline = clock_now_ns() + CONSOLE_DRAIN_NS;
+	struct timespec until = monotonic_at(clock_now_ns() + CONSOLE_DRAIN_NS);
 
 	if (c->fd < 0)
 		return;
 	if (c->writer_started) {
-		until.tv_sec = (time_t)(deadline / 1000000000ull);
-		until.tv_nsec = (long)(deadline % 1000000000ull);
 		pthread_mutex_lock(&c->lock);
 		c->closing = true;
 		pthread_cond_signal(&c->more);
@@ -217,14 +220,9 @@ void console_close(struct console *c)
 		 * write began is followed by another.
 		 */
 		for (;;) {
-			struct timespec soon;
+			struct timespec soon =
+				monotonic_at(clock_now_ns() + 10000000ull);
 
-			clock_gettime(CLOCK_MONOTONIC, &soon);
-			soon.tv_nsec += 10000000;
-			if (soon.tv_nsec >= 1000000000) {
-				soon.tv_sec++;
-				soon.tv_nsec -= 1000000000;
-			}
 			if (pthread_clockjoin_np(c->writer, NULL,
 						 CLOCK_MONOTONIC,
 						 &soon) != ETIMEDOUT)
