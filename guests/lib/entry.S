@@ -2,9 +2,12 @@
 /*
  * entry.S: PVH entry, 32-bit protected mode -> 64-bit long mode.
  *
- * PVH hands us (on every vCPU at once under lull, on vCPU 0 only under
+ * PVH hands us (on every vCPU at once under lull, because the guest
+ * carries lull's all-vCPUs note, all_vcpus_note.c; on vCPU 0 only under
  * QEMU): 32-bit flat protected mode, paging off, interrupts off,
- * ebx = physical address of hvm_start_info.
+ * ebx = physical address of hvm_start_info. A guest that starts its APs
+ * itself with INIT/SIPI (apic) brings them here from its own real-mode
+ * trampoline, in the same state.
  *
  * Nothing here writes shared memory, so any number of vCPUs can run it at
  * the same time: the page tables and the GDT are built by the assembler,

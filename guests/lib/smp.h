@@ -2,7 +2,8 @@
 /*
  * smp.h: which vCPU am I, how many are there.
  *
- * Under lull every vCPU enters at the PVH entry point at once; vCPU i
+ * Under lull every vCPU enters at the PVH entry point at once (the
+ * guest's all-vCPUs note, all_vcpus_note.c); vCPU i
  * has initial APIC ID i and runs on rt_stacks[i], so smp_id() is derived
  * from the stack pointer (no MSR, no per-CPU segment needed). Without lull
  * there is one vCPU.
