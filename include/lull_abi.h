@@ -129,6 +129,14 @@ struct lull_shared_page {
 
 /* PVH boot (hvm_start_info, Xen's arch-x86/hvm/start_info.h) */
 #define LULL_PVH_NOTE_TYPE 18 /* XEN_ELFNOTE_PHYS32_ENTRY */
+/*
+ * An ELF note named "LULL" of this type (empty descriptor) says that every
+ * vCPU enters at the PVH entry point at once, as lull's own guest runtime
+ * expects. Without it vCPU 0 enters there and the others wait for INIT and
+ * SIPI from its local APIC, as on hardware (an unmodified OS).
+ */
+#define LULL_NOTE_NAME "LULL"
+#define LULL_NOTE_ALL_VCPUS_ENTER 1
 #define LULL_HVM_START_MAGIC 0x336ec578u
 #define LULL_START_INFO_GPA 0x1000 /* hvm_start_info, then the memory map */
 #define LULL_CMDLINE_GPA 0x2000

@@ -457,7 +457,7 @@ static int take_pvh_entry(struct loader *l, const uint8_t *desc,
  * notes), as binutils reads them.
  */
 static int scan_notes(struct loader *l, unsigned int i, const struct segment *s,
-		      bool *found, uint32_t *entry)
+		      bool *found, uint32_t *entry, bool *all_vcpus)
 {
 	const uint8_t *seg = l->file + s->offset;
 	uint64_t align = s->align == 8 ? 8 : 4;
@@ -497,12 +497,17 @@ static int scan_notes(struct loader *l, unsigned int i, const struct segment *s,
 			if (ret)
 				return ret;
 		}
+		if (namesz == sizeof(LULL_NOTE_NAME) &&
+		    memcmp(seg + name, LULL_NOTE_NAME,
+			   sizeof(LULL_NOTE_NAME)) == 0 &&
+		    type == LULL_NOTE_ALL_VCPUS_ENTER)
+			*all_vcpus = true;
 		pos = desc + align_up(descsz, align);
 	}
 	return 0;
 }
 
-static int find_pvh_entry(struct loader *l, uint32_t *entry)
+static int find_pvh_entry(struct loader *l, uint32_t *entry, bool *all_vcpus)
 {
 	bool found = false;
 	int ret;
@@ -512,7 +517,7 @@ static int find_pvh_entry(struct loader *l, uint32_t *entry)
 
 		if (s.type != PT_NOTE)
 			continue;
-		ret = scan_notes(l, i, &s, &found, entry);
+		ret = scan_notes(l, i, &s, &found, entry, all_vcpus);
 		if (ret)
 			return ret;
 	}
@@ -561,7 +566,7 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
 		.err = err,
 		.err_len = err_len,
 	};
-	struct pvh_image out;
+	struct pvh_image out = { 0 };
 	int ret;
 
 	ret = check_ident(&l);
@@ -574,7 +579,7 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
 	if (!ret)
 		ret = check_segments(&l, &out);
 	if (!ret)
-		ret = find_pvh_entry(&l, &out.entry);
+		ret = find_pvh_entry(&l, &out.entry, &out.all_vcpus_enter);
 	if (!ret)
 		ret = check_entry(&l, out.entry);
 	if (ret)

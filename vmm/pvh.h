@@ -16,6 +16,7 @@
 #ifndef LULL_PVH_H
 #define LULL_PVH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,9 @@ struct pvh_image {
 		entry; /* XEN_ELFNOTE_PHYS32_ENTRY value: 32-bit physical entry */
 	uint64_t load_start; /* lowest guest-physical byte written */
 	uint64_t load_end; /* one past the highest (p_paddr + p_memsz) */
+	/* LULL_NOTE_ALL_VCPUS_ENTER: every vCPU starts at the entry, not
+	 * only vCPU 0 (the others then wait for INIT and SIPI) */
+	bool all_vcpus_enter;
 };
 
 /*
