@@ -47,10 +47,50 @@ static void take_posted(struct vcpu *v)
 			unsigned b = (unsigned)__builtin_ctzll(bits);
 
 			bits &= bits - 1;
-			irq_raise(&v->irq, (uint8_t)(w * 64 + b), 1, false,
-				  IRQ_SRC_IPI, 0);
+			apic_raise(&v->apic, (uint8_t)(w * 64 + b), 1, false,
+				   APIC_SRC_IPI, 0);
 		}
 	}
+}
+
+/*
+ * A SIPI to a vCPU waiting for one: real mode at the vector's page, from
+ * KVM's power-on state (CS selector vector << 8, base vector << 12, IP 0).
+ */
+static void start_at_sipi(struct vcpu *v, uint8_t vector)
+{
+	struct kvm_sregs sregs = v->reset_sregs;
+	struct kvm_regs *regs;
+
+	sregs.cs.selector = (uint16_t)(vector << 8);
+	sregs.cs.base = (uint64_t)vector << 12;
+	if (ioctl(v->fd, KVM_SET_SREGS, &sregs) < 0) {
+		fatal(v, "KVM_SET_SREGS for a SIPI failed: %s",
+		      strerror(errno));
+		return;
+	}
+	regs = vcpu_regs(v);
+	memset(regs, 0, sizeof(*regs));
+	regs->rflags = 0x2;
+	vcpu_regs_changed(v);
+	v->wait_for_sipi = false;
+}
+
+/* INIT (then the SIPI that may have come with it), on the vCPU's thread. */
+static void take_init_sipi(struct vcpu *v)
+{
+	int sipi;
+
+	if (atomic_load_explicit(&v->init_posted, memory_order_relaxed) &&
+	    atomic_exchange(&v->init_posted, false)) {
+		apic_init_reset(v);
+		v->wait_for_sipi = true;
+	}
+	if (atomic_load_explicit(&v->sipi_posted, memory_order_relaxed) < 0)
+		return;
+	sipi = atomic_exchange(&v->sipi_posted, -1);
+	if (sipi >= 0 && v->wait_for_sipi)
+		start_at_sipi(v, (uint8_t)sipi);
 }
 
 /* Every return to the VMM: run whatever is due, hard and deferred alike.
@@ -64,23 +104,24 @@ static uint64_t catch_up(struct vcpu *v)
 		v->ops->resync(v, now);
 	wheel_advance(&v->wheel, now);
 	take_posted(v);
+	take_init_sipi(v);
 	return now;
 }
 
 static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)
 {
-	struct irq_queue *q = &v->irq;
-	uint64_t since = q->since[vector];
+	struct apic *a = &v->apic;
+	uint64_t since = a->since[vector];
 
 	v->stats.injections++;
 	if (since) {
 		uint64_t late = now > since ? now - since : 0;
 
-		if (q->source[vector] == IRQ_SRC_HARD)
+		if (a->source[vector] == APIC_SRC_HARD)
 			hist_record(&v->stats.hard_lateness_ns, late);
-		else if (q->source[vector] == IRQ_SRC_DEFERRED)
+		else if (a->source[vector] == APIC_SRC_DEFERRED)
 			hist_record(&v->stats.deferred_delay_ns, late);
-		q->since[vector] = 0; /* later owed deliveries are not timed */
+		a->since[vector] = 0; /* later owed deliveries are not timed */
 	}
 }
 
@@ -92,7 +133,7 @@ static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)
 static void inject(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
-	int vector = irq_highest(&v->irq);
+	int vector = apic_deliverable(&v->apic);
 
 	run->request_interrupt_window = 0;
 	if (vector < 0)
@@ -127,8 +168,8 @@ static void inject(struct vcpu *v)
 			}
 		}
 		record_delivery(v, (uint8_t)vector, clock_now_ns());
-		irq_consume(&v->irq, (uint8_t)vector);
-		if (irq_any_pending(&v->irq))
+		apic_delivered(&v->apic, (uint8_t)vector);
+		if (apic_deliverable(&v->apic) >= 0)
 			run->request_interrupt_window = 1;
 	} else {
 		run->request_interrupt_window = 1;
@@ -167,13 +208,25 @@ static void drain_kick_signal(struct vcpu *v)
 		v->stats.kicks_received++;
 }
 
-/*
- * HLT: sleep until an interrupt can be delivered. The only timeout is the
- * next hard expiry plus the slop; deferrable timers never end this sleep.
- */
-static void halt(struct vcpu *v)
+/* A halted vCPU resumes for an interrupt it can take, or for INIT. With
+ * IF clear, or the vector masked by the APIC's priority, it sleeps on. */
+static bool halt_ends(struct vcpu *v)
 {
-	v->stats.halts++;
+	return (apic_deliverable(&v->apic) >= 0 && v->run->if_flag) ||
+	       v->wait_for_sipi;
+}
+
+static bool sipi_came(struct vcpu *v)
+{
+	return !v->wait_for_sipi;
+}
+
+/*
+ * Sleeps until ready(v). The only timeout is the next hard expiry plus
+ * the slop; deferrable timers never end this sleep.
+ */
+static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
+{
 	/* A deferrable deadline must not wake the host through the kick timer. */
 	arm_kick_timer(v, UINT64_MAX);
 
@@ -182,10 +235,7 @@ static void halt(struct vcpu *v)
 		int r;
 
 		catch_up(v);
-		if (stopping(v))
-			return;
-		/* With IF clear nothing can be delivered: keep sleeping. */
-		if (irq_any_pending(&v->irq) && v->run->if_flag)
+		if (stopping(v) || ready(v))
 			return;
 		deadline = wheel_next_hard_expiry(&v->wheel);
 		if (deadline != WHEEL_NEVER)
@@ -206,13 +256,42 @@ static void halt(struct vcpu *v)
 	}
 }
 
+/*
+ * MSRs KVM hands to userspace: the APIC's (filtered to us), and any access
+ * KVM itself would fault (run->msr.reason says which); error = 1 makes
+ * KVM inject the #GP.
+ */
+static void msr_exit(struct vcpu *v, bool write)
+{
+	struct kvm_run *run = v->run;
+	uint64_t data = run->msr.data;
+	int r = write ? apic_wrmsr(v, run->msr.index, data) :
+			apic_rdmsr(v, run->msr.index, &data);
+
+	if (r == -ENOENT)
+		r = v->ops->msr(v, run->msr.index, write, &data) ? 0 : -EPERM;
+	run->msr.error = r < 0;
+	if (!write)
+		run->msr.data = r < 0 ? 0 : data;
+}
+
 static void handle_exit(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
 
+	/* The guest may move its TPR through CR8 without an exit. */
+	if (run->cr8 != apic_cr8(&v->apic))
+		apic_set_cr8(&v->apic, (uint8_t)run->cr8);
 	switch (run->exit_reason) {
 	case KVM_EXIT_HLT:
-		halt(v);
+		v->stats.halts++;
+		sleep_until(v, halt_ends);
+		break;
+	case KVM_EXIT_X86_RDMSR:
+		msr_exit(v, false);
+		break;
+	case KVM_EXIT_X86_WRMSR:
+		msr_exit(v, true);
 		break;
 	case KVM_EXIT_IO:
 		v->ops->io(v, run->io.port,
@@ -318,6 +397,10 @@ static void *vcpu_thread(void *arg)
 	while (!stopping(v)) {
 		uint64_t now = catch_up(v), kick_at;
 
+		if (v->wait_for_sipi) {
+			sleep_until(v, sipi_came);
+			continue;
+		}
 		inject(v);
 		/*
 		 * A host slower than the guest's timers (loaded, or nested)
@@ -330,6 +413,7 @@ static void *vcpu_thread(void *arg)
 			kick_at = now + VCPU_MIN_RUN_NS;
 		arm_kick_timer(v, kick_at);
 
+		v->run->cr8 = apic_cr8(&v->apic);
 		atomic_store(&v->state, VCPU_IN_GUEST);
 		if (atomic_load(&v->kick_pending) || stopping(v)) {
 			atomic_store(&v->state, VCPU_IN_VMM);

@@ -46,7 +46,10 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	atomic_init(&v->kick_pending, false);
 	for (int i = 0; i < 4; i++)
 		atomic_init(&v->posted[i], 0);
+	atomic_init(&v->init_posted, false);
+	atomic_init(&v->sipi_posted, -1);
 	wheel_init(&v->wheel, now, 0);
+	apic_init(v, index == 0);
 	v->idle.kick_fd = -1;
 
 	if (vm_fd < 0)
@@ -69,6 +72,9 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 		v->run = NULL;
 		return -errno;
 	}
+	/* before anyone sets up a boot state: what a SIPI starts from */
+	if (ioctl(v->fd, KVM_GET_SREGS, &v->reset_sregs) < 0)
+		return -errno;
 	r = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
 	v->sync_regs = r > 0 && (r & KVM_SYNC_X86_REGS);
 	v->sync_events = r > 0 && (r & KVM_SYNC_X86_EVENTS);
@@ -119,6 +125,18 @@ void vcpu_post_vector(struct vcpu *v, uint8_t vector)
 	vcpu_kick(v);
 }
 
+void vcpu_post_init(struct vcpu *v)
+{
+	atomic_store(&v->init_posted, true);
+	vcpu_kick(v);
+}
+
+void vcpu_post_sipi(struct vcpu *v, uint8_t vector)
+{
+	atomic_store(&v->sipi_posted, vector);
+	vcpu_kick(v);
+}
+
 uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
 			  bool accumulate, bool deferred, uint64_t expiry)
 {
@@ -126,8 +144,8 @@ uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
 		v->stats.timers_fired_deferred++;
 	else
 		v->stats.timers_fired_hard++;
-	return irq_raise(&v->irq, vector, times, accumulate,
-			 deferred ? IRQ_SRC_DEFERRED : IRQ_SRC_HARD, expiry);
+	return apic_raise(&v->apic, vector, times, accumulate,
+			  deferred ? APIC_SRC_DEFERRED : APIC_SRC_HARD, expiry);
 }
 
 /* Registers lull cannot read or write: the VM cannot go on correctly. */

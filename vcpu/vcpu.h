@@ -25,9 +25,9 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "apic.h"
 #include "histogram.h"
 #include "idle.h"
-#include "irq.h"
 #include "wheel.h"
 
 /* The kick signal: blocked everywhere except inside KVM_RUN. */
@@ -46,6 +46,16 @@ struct vcpu_ops {
 		   unsigned count, uint8_t *data);
 	void (*mmio)(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 		     uint8_t *data);
+	/* An MSR that is not the APIC's and that KVM would not handle:
+	 * false makes the access a #GP. */
+	bool (*msr)(struct vcpu *v, uint32_t index, bool write,
+		    uint64_t *data);
+	/* An IPI from this vCPU's APIC to its destinations (the VM knows
+	 * the other vCPUs; the self shorthand never gets here). */
+	void (*ipi)(struct vcpu *v, const struct apic_ipi *ipi);
+	/* Host CLOCK_MONOTONIC ns at which this vCPU's TSC reads `tsc` (now,
+	 * if it already has). */
+	uint64_t (*tsc_to_ns)(struct vcpu *v, uint64_t tsc);
 	/* Called on every return to the VMM before timers run. */
 	void (*resync)(struct vcpu *v, uint64_t now);
 	/* Called on the vCPU's thread once it is set up, before the guest
@@ -89,8 +99,11 @@ struct vcpu {
 	uint64_t slop_ns;
 
 	struct wheel wheel;
-	struct irq_queue irq;
+	struct apic apic;
 	struct idle_wait idle;
+	/* INIT and SIPI: an AP that waits for them does not enter the guest */
+	bool wait_for_sipi;
+	struct kvm_sregs reset_sregs; /* KVM's power-on state, for SIPI */
 
 	pthread_t thread; /* for join, written by the creator */
 	pthread_t self; /* for kicks, written by the thread before it runs */
@@ -102,6 +115,8 @@ struct vcpu {
 	_Atomic int state;
 	atomic_bool kick_pending;
 	_Atomic uint64_t posted[4]; /* vectors sent by other threads */
+	atomic_bool init_posted;
+	_Atomic int sipi_posted; /* a vector, or -1 */
 
 	struct vcpu_stats stats;
 };
@@ -117,9 +132,13 @@ void vcpu_join(struct vcpu *v);
 
 void vcpu_kick(struct vcpu *v);
 void vcpu_post_vector(struct vcpu *v, uint8_t vector);
+/* INIT puts the vCPU in wait-for-SIPI; a SIPI then starts it in real mode
+ * at vector << 12 (a SIPI to a vCPU not waiting is ignored). */
+void vcpu_post_init(struct vcpu *v);
+void vcpu_post_sipi(struct vcpu *v, uint8_t vector);
 
 /* From a timer callback on the vCPU's own thread: a timer that expired at
- * `expiry` raises vector `times` times (see irq_raise for `accumulate`).
+ * `expiry` raises vector `times` times (see apic_raise for `accumulate`).
  * Returns raises merged or dropped. */
 uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
 			  bool accumulate, bool deferred, uint64_t expiry);

@@ -18,7 +18,7 @@ static struct vm_cpu *cpu_of(struct vcpu *v)
 void unclaimed_init(struct unclaimed *u)
 {
 	memset(u, 0, sizeof(*u));
-	pthread_mutex_init(&u->mmio_lock, NULL);
+	pthread_mutex_init(&u->lock, NULL);
 }
 
 static void log_unclaimed_port(struct vm *vm, struct vcpu *v, uint16_t port,
@@ -72,30 +72,102 @@ static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
 	}
 }
 
+/* True the first time `key` is seen, while the table has room. */
+static bool first_sighting(struct unclaimed *u, uint64_t key)
+{
+	bool first = true;
+
+	pthread_mutex_lock(&u->lock);
+	for (unsigned i = 0; i < u->nr_logged && first; i++)
+		first = u->logged[i] != key;
+	if (first && u->nr_logged < UNCLAIMED_LOGGED)
+		u->logged[u->nr_logged++] = key;
+	else
+		first = false;
+	pthread_mutex_unlock(&u->lock);
+	return first;
+}
+
+#define MSR_KEY (1ull << 63) /* MSRs and addresses share the table */
+
 static void mmio(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 		 uint8_t *data)
 {
 	struct vm *vm = vcpu_vm(v);
-	bool first = true;
 
+	if (apic_mmio(v, addr, write, len, data))
+		return;
 	atomic_fetch_add_explicit(&vm->unclaimed.mmio, 1, memory_order_relaxed);
 	if (!write)
 		memset(data, 0xff, len > 8 ? 8 : len);
-
-	pthread_mutex_lock(&vm->unclaimed.mmio_lock);
-	for (unsigned i = 0; i < vm->unclaimed.nr_mmio_logged && first; i++)
-		first = vm->unclaimed.mmio_logged[i] != addr;
-	if (first && vm->unclaimed.nr_mmio_logged < UNCLAIMED_MMIO_LOGGED)
-		vm->unclaimed.mmio_logged[vm->unclaimed.nr_mmio_logged++] = addr;
-	else
-		first = false;
-	pthread_mutex_unlock(&vm->unclaimed.mmio_lock);
-	if (first)
+	if (first_sighting(&vm->unclaimed, addr))
 		fprintf(stderr,
 			"lull: vcpu %u: unclaimed MMIO %s at 0x%" PRIx64
 			" (len %u): %s; further accesses are only counted\n",
 			v->index, write ? "write" : "read", addr, len,
 			write ? "dropped" : "reads all ones");
+}
+
+/* An MSR neither KVM nor the APIC has: a #GP, as on a CPU without it. */
+static bool msr(struct vcpu *v, uint32_t index, bool write, uint64_t *data)
+{
+	struct vm *vm = vcpu_vm(v);
+
+	atomic_fetch_add_explicit(&vm->unclaimed.msr, 1, memory_order_relaxed);
+	if (first_sighting(&vm->unclaimed, MSR_KEY | index))
+		fprintf(stderr,
+			"lull: vcpu %u: MSR 0x%x %s (0x%" PRIx64
+			"): #GP; further accesses are only counted\n",
+			v->index, index, write ? "write" : "read",
+			write ? *data : 0);
+	return false;
+}
+
+/*
+ * Routes an IPI to every vCPU its destination names. Fixed (and lowest
+ * priority, which lull delivers to every destination it names, as a
+ * fixed IPI) vectors join the target's IRR; INIT and SIPI start APs. The
+ * rest (NMI, SMI, ExtINT) lull does not model: counted, logged once.
+ */
+static void ipi(struct vcpu *v, const struct apic_ipi *ipi)
+{
+	struct vm *vm = vcpu_vm(v);
+
+	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
+		struct vcpu *t = &vm->cpus[i].vcpu;
+
+		if (ipi->shorthand == APIC_SH_OTHERS && t == v)
+			continue;
+		if (ipi->shorthand == APIC_SH_NONE &&
+		    !apic_accepts(&t->apic, ipi))
+			continue;
+		switch (ipi->mode) {
+		case APIC_DM_FIXED:
+		case APIC_DM_LOWEST:
+			vcpu_post_vector(t, ipi->vector);
+			break;
+		case APIC_DM_INIT:
+			vcpu_post_init(t);
+			break;
+		case APIC_DM_SIPI:
+			vcpu_post_sipi(t, ipi->vector);
+			break;
+		default:
+			atomic_fetch_add_explicit(&vm->unclaimed.ipi, 1,
+						  memory_order_relaxed);
+			if (first_sighting(&vm->unclaimed,
+					   MSR_KEY | 1ull << 62 | ipi->mode))
+				fprintf(stderr,
+					"lull: vcpu %u: IPI delivery mode %u is not supported: dropped; further ones are only counted\n",
+					v->index, ipi->mode);
+			return;
+		}
+	}
+}
+
+static uint64_t tsc_to_ns(struct vcpu *v, uint64_t tsc)
+{
+	return pvclock_tsc_to_ns(&cpu_of(v)->pv.clock, tsc);
 }
 
 static void resync(struct vcpu *v, uint64_t now)
@@ -126,6 +198,9 @@ static void fatal(struct vcpu *v, const char *what)
 const struct vcpu_ops vm_vcpu_ops = {
 	.io = port_io,
 	.mmio = mmio,
+	.msr = msr,
+	.ipi = ipi,
+	.tsc_to_ns = tsc_to_ns,
 	.resync = resync,
 	.confine = confine,
 	.fatal = fatal,

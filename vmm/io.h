@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Port and MMIO exits: the device map. What no device claims reads as all
- * ones and swallows writes; each such access is counted and the first one
- * per address is logged. Nothing a guest does here can stop the VMM.
+ * Port, MMIO and MSR exits: the device map, the vCPUs' routes to each
+ * other (IPIs) and their clocks. What no device claims reads as all ones
+ * and swallows writes (an MSR faults, as on hardware); each such access is
+ * counted and the first one per address is logged. Nothing a guest does
+ * here can stop the VMM.
  */
 #ifndef LULL_IO_H
 #define LULL_IO_H
@@ -13,16 +15,17 @@
 
 #include "vcpu.h"
 
-#define UNCLAIMED_MMIO_LOGGED 64
+#define UNCLAIMED_LOGGED 64
 
 /* Accesses no device claims: counted; the first per address logged. */
 struct unclaimed {
-	atomic_uint_fast64_t io, mmio;
+	atomic_uint_fast64_t io, mmio, msr, ipi;
 	_Atomic uint64_t port_logged[65536 / 64];
-	pthread_mutex_t mmio_lock;
-	/* a fixed table: a guest sweeping addresses cannot grow it */
-	uint64_t mmio_logged[UNCLAIMED_MMIO_LOGGED];
-	unsigned nr_mmio_logged;
+	pthread_mutex_t lock;
+	/* MMIO addresses and MSRs (tagged) seen: a fixed table, so a guest
+	 * sweeping addresses cannot grow it */
+	uint64_t logged[UNCLAIMED_LOGGED];
+	unsigned nr_logged;
 };
 
 void unclaimed_init(struct unclaimed *u);

@@ -39,6 +39,10 @@ static const char usage_text[] =
 	"      --missed-ticks POLICY  late periodic ticks: one (default: collapse into\n"
 	"                             one), all (deliver each), none (drop them)\n"
 	"      --slop NS              timer coalescing window in ns (default " TO_STRING(LULL_DEFAULT_SLOP_NS) ")\n"
+	"      --apic-max-defer NS    deferrable mode: a halted vCPU's periodic APIC timer\n"
+	"                             ticks may wait up to NS ns for another wake-up\n"
+	"                             (late ticks per --missed-ticks); default 0: the\n"
+	"                             APIC timer is hard, never later than --slop\n"
 	"      --timer-slots N        timer slots per vCPU, 2..128 (default 64)\n"
 	"      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
 	"      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
@@ -62,6 +66,7 @@ enum {
 	OPT_TIMER_MODE,
 	OPT_MISSED,
 	OPT_SLOP,
+	OPT_APIC_MAX_DEFER,
 	OPT_SLOTS,
 	OPT_TIMEOUT,
 	OPT_CONSOLE,
@@ -77,6 +82,7 @@ static const struct option long_options[] = {
 	{ "timer-mode", required_argument, NULL, OPT_TIMER_MODE },
 	{ "missed-ticks", required_argument, NULL, OPT_MISSED },
 	{ "slop", required_argument, NULL, OPT_SLOP },
+	{ "apic-max-defer", required_argument, NULL, OPT_APIC_MAX_DEFER },
 	{ "timer-slots", required_argument, NULL, OPT_SLOTS },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "console", required_argument, NULL, OPT_CONSOLE },
@@ -222,6 +228,13 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 					optarg);
 			cfg->slop_ns = n;
 			break;
+		case OPT_APIC_MAX_DEFER:
+			if (!parse_u64(optarg, &n) || n > LULL_HORIZON_NS)
+				return usage_error(
+					"--apic-max-defer '%s': give nanoseconds from 0 to %llu",
+					optarg, LULL_HORIZON_NS);
+			cfg->apic_max_defer_ns = n;
+			break;
 		case OPT_SLOTS:
 			if (!parse_u64(optarg, &n) || n < 2 ||
 			    n > LULL_MAX_SLOTS)
@@ -281,6 +294,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		}
 		}
 	}
+	if (cfg->apic_max_defer_ns && cfg->timer_mode == LULL_MODE_STRICT)
+		return usage_error(
+			"--apic-max-defer defers APIC ticks, which --timer-mode strict never does: use one or the other");
 	if (optind >= argc)
 		return usage_error("run: no guest ELF given");
 	if (optind + 1 < argc)

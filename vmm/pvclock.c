@@ -103,6 +103,21 @@ static uint64_t guest_tsc_at(const struct pvclock_src *src, uint64_t now,
 			  src->tsc_khz / 1000000u);
 }
 
+uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, uint64_t tsc)
+{
+	uint64_t t0 = __rdtsc(), now = clock_now_ns(), t1 = __rdtsc();
+	uint64_t current = guest_tsc_at(src, now, t0 + (t1 - t0) / 2);
+	/* keeps delta << shift in 64 bits; still years at any TSC rate */
+	uint64_t cap = 1ull << (src->shift > 0 ? 62 - src->shift : 62);
+	uint64_t delta;
+
+	if (!src->ready || tsc <= current)
+		return now;
+	delta = tsc - current < cap ? tsc - current : cap;
+	delta = pvclock_delta_ns(delta, src->mul, src->shift);
+	return sat_add(now, delta > LULL_HORIZON_NS ? LULL_HORIZON_NS : delta);
+}
+
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 {
 	uint64_t t0, t1, now;

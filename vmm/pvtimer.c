@@ -4,6 +4,7 @@
 
 #include "clock.h"
 #include "container_of.h"
+#include "periodic.h"
 #include "pvtimer.h"
 #include "vcpu.h"
 
@@ -17,18 +18,7 @@ static void count(struct pvtimer_slot *s, uint64_t delivered, uint64_t merged)
 	page->slot[s->index].merged += merged;
 }
 
-/*
- * A periodic slot that is `behind` whole periods late (its vCPU slept through
- * them with the tick deferred, or was slow to come back) follows the
- * missed-ticks policy:
- *   one  - deliver one tick now, merge the rest (Xen one_missed_tick_pending)
- *   all  - deliver every tick, one per interrupt window, including ticks
- *          that come due while an earlier one is still owed (Xen
- *          no_delay_for_missed_ticks)
- *   none - deliver nothing for a late tick; the next boundary ticks as
- *          usual (Xen no_missed_ticks_pending)
- * The next expiry stays on the slot's original phase in every mode.
- */
+/* A late periodic slot follows the missed-ticks policy (periodic.h). */
 static void slot_expired(struct wheel_timer *t, uint64_t now)
 {
 	struct pvtimer_slot *s = container_of(t, struct pvtimer_slot, timer);
@@ -37,31 +27,12 @@ static void slot_expired(struct wheel_timer *t, uint64_t now)
 	uint64_t deliver = 1, merged = 0, merged_on_raise;
 
 	if (s->period) {
-		uint64_t behind = now > expiry ? (now - expiry) / s->period : 0;
-		uint64_t next;
+		struct periodic_catch_up c = periodic_catch_up(
+			pv->missed_policy, expiry, s->period, now);
 
-		switch (pv->missed_policy) {
-		case LULL_MISSED_ALL:
-			deliver = behind + 1;
-			if (deliver > IRQ_MAX_OWED) {
-				merged = deliver - IRQ_MAX_OWED;
-				deliver = IRQ_MAX_OWED;
-			}
-			break;
-		case LULL_MISSED_NONE:
-			if (behind) {
-				deliver = 0;
-				merged = behind + 1;
-			}
-			break;
-		default:
-			merged = behind;
-			break;
-		}
-		if (__builtin_mul_overflow(behind + 1, s->period, &next))
-			next = UINT64_MAX;
-		wheel_add(&pv->vcpu->wheel, t, sat_add(expiry, next),
-			  s->tolerance);
+		deliver = c.deliver;
+		merged = c.merged;
+		wheel_add(&pv->vcpu->wheel, t, c.next, s->tolerance);
 	}
 	/* A raise onto a vector still owed to the guest merges into it. */
 	merged_on_raise = vcpu_raise_timer(

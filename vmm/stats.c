@@ -85,10 +85,12 @@ static void vcpu_json(FILE *f, const struct vcpu *v)
 		"    {\"index\": %u, \"host_wakeups\": %lu, \"halts\": %lu, "
 		"\"exits\": %lu, \"injections\": %lu, "
 		"\"timers_fired_hard\": %lu, \"timers_fired_deferred\": %lu, "
+		"\"apic_timer_fired\": %lu, "
 		"\"kicks\": %lu, \"kernel_voluntary_switches\": %lu, ",
 		v->index, s->host_wakeups, s->halts, s->exits, s->injections,
 		s->timers_fired_hard, s->timers_fired_deferred,
-		s->kicks_received, s->kernel_voluntary_switches);
+		v->apic.timer_fired, s->kicks_received,
+		s->kernel_voluntary_switches);
 	hist_json(f, "hard_lateness_ns", &s->hard_lateness_ns);
 	fputs(", ", f);
 	hist_json(f, "deferred_delay_ns", &s->deferred_delay_ns);
@@ -158,9 +160,13 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 	for (int k = 0; k < HC_ERR_KINDS; k++)
 		fprintf(f, "%s\"%s\": %lu", k ? ", " : "", hc_error_names[k],
 			(uint64_t)atomic_load(&vm->hc_errors[k]));
-	fprintf(f, "},\n  \"unclaimed_io\": %lu,\n  \"unclaimed_mmio\": %lu,\n",
+	fprintf(f,
+		"},\n  \"unclaimed_io\": %lu,\n  \"unclaimed_mmio\": %lu,\n"
+		"  \"unclaimed_msr\": %lu,\n  \"unsupported_ipis\": %lu,\n",
 		(uint64_t)atomic_load(&vm->unclaimed.io),
-		(uint64_t)atomic_load(&vm->unclaimed.mmio));
+		(uint64_t)atomic_load(&vm->unclaimed.mmio),
+		(uint64_t)atomic_load(&vm->unclaimed.msr),
+		(uint64_t)atomic_load(&vm->unclaimed.ipi));
 	fputs("  \"vcpus\": [\n", f);
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
 		vcpu_json(f, &vm->cpus[i].vcpu);

@@ -91,7 +91,8 @@ static int register_ram(struct vm *vm)
 	return 0;
 }
 
-static int load_guest(struct vm *vm, uint32_t *entry, uint32_t *start_info)
+static int load_guest(struct vm *vm, uint32_t *entry, uint32_t *start_info,
+		      bool *all_vcpus_enter)
 {
 	char err[200] = "";
 	struct pvh_image img;
@@ -116,10 +117,60 @@ static int load_guest(struct vm *vm, uint32_t *entry, uint32_t *start_info)
 	}
 	*entry = img.entry;
 	*start_info = (uint32_t)si;
+	*all_vcpus_enter = img.all_vcpus_enter;
 	return 0;
 fail:
 	vm_err(vm, "%s: %s", vm->cfg.guest_path, err);
 	return r;
+}
+
+/*
+ * The local APIC's MSRs come to lull (vcpu/apic.h): IA32_APIC_BASE,
+ * IA32_TSC_DEADLINE and the x2APIC range through a filter (KVM without
+ * an APIC of its own would otherwise take them: it quietly drops
+ * TSC-deadline writes), and every access KVM would fault as an exit too,
+ * since some KVMs never filter the x2APIC range and fault it instead.
+ * A KVM without user-space MSR exits leaves the VM without an APIC.
+ */
+static int route_msrs(struct vm *vm)
+{
+	static uint8_t deny[256 / 8]; /* a clear bit sends the MSR to us */
+	struct kvm_enable_cap cap = {
+		.cap = KVM_CAP_X86_USER_SPACE_MSR,
+		.args[0] = KVM_MSR_EXIT_REASON_FILTER |
+			   KVM_MSR_EXIT_REASON_INVAL |
+			   KVM_MSR_EXIT_REASON_UNKNOWN,
+	};
+	struct kvm_msr_filter filter = {
+		.flags = KVM_MSR_FILTER_DEFAULT_ALLOW,
+		.ranges = {
+			{ KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE, 1,
+			  MSR_IA32_APIC_BASE, deny },
+			{ KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE, 1,
+			  MSR_IA32_TSC_DEADLINE, deny },
+			{ KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE,
+			  MSR_X2APIC_LAST - MSR_X2APIC_FIRST + 1,
+			  MSR_X2APIC_FIRST, deny },
+		},
+	};
+	int r = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION,
+		      KVM_CAP_X86_USER_SPACE_MSR);
+
+	if (r <= 0) {
+		fprintf(stderr,
+			"lull: KVM on this host has no user-space MSR exits (KVM_CAP_X86_USER_SPACE_MSR, Linux 5.10): the guest gets no local APIC\n");
+		return 0;
+	}
+	if (ioctl(vm->vm_fd, KVM_ENABLE_CAP, &cap) < 0 ||
+	    ioctl(vm->vm_fd, KVM_X86_SET_MSR_FILTER, &filter) < 0) {
+		int e = errno;
+
+		vm_err(vm, "KVM refused to route the APIC's MSRs to lull: %s",
+		       strerror(e));
+		return -e;
+	}
+	vm->has_apic = true;
+	return 0;
 }
 
 /*
@@ -135,7 +186,8 @@ static bool kvm_tsc_stable(int vm_fd)
 	       (d.flags & KVM_CLOCK_TSC_STABLE);
 }
 
-static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
+static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info,
+			bool all_vcpus_enter)
 {
 	struct kvm_cpuid2 *cpuid;
 	uint64_t tsc_zero_ns = 0;
@@ -169,6 +221,10 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 		pvtimer_init(&cpu->pv, v, vm->cfg.nr_slots,
 			     vm->cfg.timer_mode == LULL_MODE_STRICT,
 			     vm->cfg.missed_ticks);
+		apic_set_timer_policy(v, vm->cfg.apic_max_defer_ns,
+				      vm->cfg.missed_ticks);
+		/* an unmodified OS starts its APs itself, with INIT and SIPI */
+		v->wait_for_sipi = i > 0 && !all_vcpus_enter;
 		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, entry,
 				    start_info);
 		if (r < 0) {
@@ -203,6 +259,7 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info)
 int vm_create(struct vm *vm, const struct vm_config *cfg)
 {
 	uint32_t entry = 0, start_info = 0;
+	bool all_vcpus_enter = false;
 	char err[200];
 	int r;
 
@@ -225,7 +282,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	 */
 	if (map_ram(vm) < 0)
 		return -LULL_EXIT_HOST;
-	if (load_guest(vm, &entry, &start_info) < 0)
+	if (load_guest(vm, &entry, &start_info, &all_vcpus_enter) < 0)
 		return -LULL_EXIT_BAD_GUEST;
 	r = console_open(&vm->console, cfg->console_path, cfg->console_limit,
 			 err, sizeof(err));
@@ -250,9 +307,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		       cfg->nr_vcpus, LULL_MAX_VCPUS);
 		return -LULL_EXIT_USAGE;
 	}
-	if (register_ram(vm) < 0)
+	if (register_ram(vm) < 0 || route_msrs(vm) < 0)
 		return -LULL_EXIT_HOST;
-	if (create_vcpus(vm, entry, start_info) < 0)
+	if (create_vcpus(vm, entry, start_info, all_vcpus_enter) < 0)
 		return -LULL_EXIT_HOST;
 	return 0;
 }

@@ -38,6 +38,8 @@ struct vm_config {
 	unsigned timer_mode; /* LULL_MODE_*, as the guest reads it in CPUID */
 	unsigned missed_ticks; /* LULL_MISSED_* */
 	uint64_t slop_ns;
+	/* a halted vCPU's periodic APIC ticks may wait this long; 0: hard */
+	uint64_t apic_max_defer_ns;
 	unsigned nr_slots;
 	double timeout_s; /* 0: none */
 	const char *cmdline;
@@ -79,6 +81,7 @@ struct vm {
 	uint8_t *ram;
 	uint64_t ram_size;
 	uint32_t tsc_khz;
+	bool has_apic; /* the APIC's MSRs reach lull */
 	struct vm_cpu *cpus;
 	unsigned nr_cpus_made;
 

@@ -40,7 +40,7 @@
  *    32..255, a period 0 or within [floor, horizon]; strict mode arms no
  *    deferrable and no tolerant timer;
  *  - no vector below 32 is ever raised or posted, a vector owes at most
- *    IRQ_MAX_OWED deliveries, and is pending exactly while it owes one;
+ *    APIC_MAX_OWED deliveries, and is pending exactly while it owes one;
  *  - deferrable timers never wake the host: with no hard or bounded slot
  *    armed, the next hard expiry is WHEEL_NEVER, and with one, it is no
  *    later than that slot's deadline plus tolerance (rounded to the tick);
@@ -360,7 +360,7 @@ static void check_clock_written(struct vm_cpu *cpu, uint64_t synced_before,
 static void catch_up(struct vm_cpu *cpu)
 {
 	struct vcpu *v = &cpu->vcpu;
-	struct irq_queue *q = &v->irq;
+	struct apic *q = &v->apic;
 	uint64_t synced = cpu->pv.clock.last_sync_ns;
 
 	vm_vcpu_ops.resync(v, now);
@@ -374,8 +374,8 @@ static void catch_up(struct vm_cpu *cpu)
 			unsigned b = (unsigned)__builtin_ctzll(bits);
 
 			bits &= bits - 1;
-			irq_raise(q, (uint8_t)(w * 64 + b), 1, false,
-				  IRQ_SRC_IPI, 0);
+			apic_raise(q, (uint8_t)(w * 64 + b), 1, false,
+				  APIC_SRC_IPI, 0);
 		}
 	}
 
@@ -393,7 +393,7 @@ static void catch_up(struct vm_cpu *cpu)
 			check(due > now || due == WHEEL_NEVER);
 	}
 	for (unsigned vec = LULL_VECTOR_MIN; vec <= LULL_VECTOR_MAX; vec++)
-		if (q->owed[vec] && q->source[vec] != IRQ_SRC_IPI)
+		if (q->owed[vec] && q->source[vec] != APIC_SRC_IPI)
 			check(q->since[vec] <= now);
 }
 
@@ -439,21 +439,21 @@ static void op_deliver(struct input *in)
 	int last = LULL_VECTOR_MAX + 1;
 
 	for (unsigned i = 0; i < n; i++) {
-		int vec = irq_highest(&v->irq);
+		int vec = apic_deliverable(&v->apic);
 
 		if (vec < 0)
 			break;
 		check(vec >= LULL_VECTOR_MIN && vec <= last);
 		last = vec;
-		if (v->irq.since[vec]) {
-			uint64_t since = v->irq.since[vec];
+		if (v->apic.since[vec]) {
+			uint64_t since = v->apic.since[vec];
 
 			hist_record(&v->stats.hard_lateness_ns,
 				    now > since ? now - since : 0);
-			v->irq.since[vec] = 0;
+			v->apic.since[vec] = 0;
 		}
 		v->stats.injections++;
-		irq_consume(&v->irq, (uint8_t)vec);
+		apic_delivered(&v->apic, (uint8_t)vec);
 	}
 }
 
@@ -484,14 +484,14 @@ static void check_wakeups(struct vm_cpu *cpu)
 
 static void check_vcpu(struct vm_cpu *cpu)
 {
-	struct irq_queue *q = &cpu->vcpu.irq;
+	struct apic *q = &cpu->vcpu.apic;
 
 	check(!(atomic_load(&cpu->vcpu.posted[0]) & 0xffffffffull));
-	check(!(q->pending[0] & 0xffffffffull));
+	check(!(q->irr[0] & 0xffffffffull));
 	for (unsigned vec = 0; vec < 256; vec++) {
-		bool pending = q->pending[vec / 64] & (1ull << (vec % 64));
+		bool pending = q->irr[vec / 64] & (1ull << (vec % 64));
 
-		check(q->owed[vec] <= IRQ_MAX_OWED);
+		check(q->owed[vec] <= APIC_MAX_OWED);
 		check(pending == (q->owed[vec] != 0));
 	}
 	for (unsigned i = 0; i < LULL_MAX_SLOTS; i++) {
@@ -604,7 +604,7 @@ static void vm_build(struct input *in)
 static void vm_free(void)
 {
 	pthread_mutex_destroy(&vm.serial.lock);
-	pthread_mutex_destroy(&vm.unclaimed.mmio_lock);
+	pthread_mutex_destroy(&vm.unclaimed.lock);
 	pthread_mutex_destroy(&vm.console.lock);
 	pthread_cond_destroy(&vm.console.more);
 	pthread_cond_destroy(&vm.console.drained);

@@ -163,7 +163,7 @@ Test(hypercall, past_deadline_fires_at_next_advance)
 
 	cr_assert_eq(hypercall(&vm, cpu, &a, NOW), 0);
 	wheel_advance(&cpu->vcpu.wheel, NOW);
-	cr_assert_eq(irq_highest(&cpu->vcpu.irq), 40);
+	cr_assert_eq(apic_deliverable(&cpu->vcpu.apic), 40);
 	cr_assert_eq(cpu->vcpu.stats.timers_fired_hard, 1);
 }
 
@@ -177,7 +177,7 @@ Test(hypercall, absurd_deadline_is_clamped_not_wrapped)
 	cr_assert_eq(wheel_timer_expires(&cpu->pv.slot[0].timer),
 		     NOW + LULL_HORIZON_NS);
 	wheel_advance(&cpu->vcpu.wheel, NOW + LULL_HORIZON_NS - 1);
-	cr_assert_eq(irq_highest(&cpu->vcpu.irq), -1, "fired early");
+	cr_assert_eq(apic_deliverable(&cpu->vcpu.apic), -1, "fired early");
 }
 
 Test(hypercall, short_period_is_raised_to_the_floor)

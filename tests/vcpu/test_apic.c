@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The userspace local APIC, on a vCPU without KVM behind it: its IRR in
+ * both delivery regimes, registers through the MSR and MMIO paths, the
+ * timer on the vCPU's wheel, and what an ICR write asks the VM to route.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "clock.h"
+#include "lull_abi.h"
+#include "vcpu.h"
+
+static struct apic_ipi routed[8];
+static unsigned nr_routed;
+
+static void route(struct vcpu *v, const struct apic_ipi *ipi)
+{
+	(void)v;
+	if (nr_routed < 8)
+		routed[nr_routed++] = *ipi;
+}
+
+/* The guest TSC counts host ns here, so deadlines read plainly. */
+static uint64_t tsc_is_ns(struct vcpu *v, uint64_t tsc)
+{
+	uint64_t now = clock_now_ns();
+
+	(void)v;
+	return tsc > now ? tsc : now;
+}
+
+static const struct vcpu_ops ops = { .ipi = route, .tsc_to_ns = tsc_is_ns };
+static atomic_bool stop;
+static struct vcpu cpu; /* big: not on the stack */
+
+static struct vcpu *fresh(unsigned index)
+{
+	nr_routed = 0;
+	cr_assert_eq(vcpu_init(&cpu, index, -1, -1, &ops, NULL, &stop, 0,
+			       clock_now_ns()),
+		     0);
+	return &cpu;
+}
+
+static uint64_t rd(struct vcpu *v, unsigned reg)
+{
+	uint64_t value = 0xdead;
+
+	cr_assert_eq(apic_rdmsr(v, MSR_X2APIC_FIRST + reg, &value), 0,
+		     "reading register 0x%x", reg);
+	return value;
+}
+
+static void wr(struct vcpu *v, unsigned reg, uint64_t value)
+{
+	cr_assert_eq(apic_wrmsr(v, MSR_X2APIC_FIRST + reg, value), 0,
+		     "writing 0x%lx to register 0x%x", value, reg);
+}
+
+/* Reset, then x2APIC mode and software-enabled, as an OS sets it up. */
+static struct vcpu *x2apic_on(unsigned index)
+{
+	struct vcpu *v = fresh(index);
+	uint64_t base;
+
+	apic_rdmsr(v, MSR_IA32_APIC_BASE, &base);
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, base | APIC_BASE_EXTD),
+		     0);
+	wr(v, APIC_SVR, APIC_SVR_ENABLE | 0xff);
+	return v;
+}
+
+Test(apic, reset_state_is_a_software_disabled_xapic)
+{
+	struct vcpu *v = fresh(0);
+	uint64_t base;
+
+	cr_assert_eq(apic_rdmsr(v, MSR_IA32_APIC_BASE, &base), 0);
+	cr_assert_eq(base, APIC_DEFAULT_BASE | APIC_BASE_EN | APIC_BASE_BSP);
+	fresh(3);
+	apic_rdmsr(v, MSR_IA32_APIC_BASE, &base);
+	cr_assert_eq(base, APIC_DEFAULT_BASE | APIC_BASE_EN, "only vCPU 0 is the BSP");
+	cr_assert_eq(apic_rdmsr(v, MSR_X2APIC_FIRST + APIC_ID, &base), -EPERM,
+		     "x2APIC registers fault in xAPIC mode");
+	cr_assert_eq(v->apic.svr, 0xff);
+	for (unsigned i = 0; i < APIC_NR_LVT; i++)
+		cr_assert_eq(v->apic.lvt[i], APIC_LVT_MASKED);
+}
+
+Test(apic, x2apic_registers_and_access_rules)
+{
+	struct vcpu *v = x2apic_on(5);
+	uint64_t value;
+
+	cr_assert_eq(rd(v, APIC_ID), 5);
+	cr_assert_eq(rd(v, APIC_VERSION), APIC_VERSION_VALUE);
+	cr_assert_eq(rd(v, APIC_LDR), (0u << 16) | (1u << 5));
+	cr_assert_eq(apic_rdmsr(v, MSR_X2APIC_FIRST + APIC_EOI, &value),
+		     -EPERM, "EOI is write-only");
+	cr_assert_eq(apic_wrmsr(v, MSR_X2APIC_FIRST + APIC_VERSION, 0), -EPERM,
+		     "version is read-only");
+	cr_assert_eq(apic_wrmsr(v, MSR_X2APIC_FIRST + APIC_EOI, 1), -EPERM,
+		     "a non-zero EOI faults");
+	cr_assert_eq(apic_wrmsr(v, MSR_X2APIC_FIRST + APIC_TPR, 1ull << 32),
+		     -EPERM, "only the ICR is 64 bits wide");
+	cr_assert_eq(apic_rdmsr(v, MSR_X2APIC_FIRST + 0x2f, &value), -EPERM,
+		     "no CMCI LVT: its MSR is reserved");
+	cr_assert_eq(apic_rdmsr(v, 0x10, &value), -ENOENT,
+		     "the TSC is not the APIC's");
+}
+
+Test(apic, mode_changes_follow_the_sdm)
+{
+	struct vcpu *v = x2apic_on(1);
+	uint64_t base;
+
+	apic_rdmsr(v, MSR_IA32_APIC_BASE, &base);
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, base & ~APIC_BASE_EXTD),
+		     -EPERM, "x2APIC to xAPIC directly");
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, base | 1), -EPERM,
+		     "reserved bit");
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, APIC_DEFAULT_BASE), 0,
+		     "x2APIC to disabled");
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE,
+				APIC_DEFAULT_BASE | APIC_BASE_EN | APIC_BASE_EXTD),
+		     -EPERM, "disabled to x2APIC directly");
+	cr_assert_eq(v->apic.svr, 0xff, "disabling reset the registers");
+}
+
+Test(apic, disabled_apic_delivers_edges_without_eoi)
+{
+	struct vcpu *v = fresh(0);
+	struct apic *a = &v->apic;
+
+	apic_raise(a, 40, 1, false, APIC_SRC_HARD, 1);
+	apic_raise(a, 200, 1, false, APIC_SRC_IPI, 0);
+	cr_assert_eq(apic_raise(a, 40, 1, false, APIC_SRC_HARD, 2), 1,
+		     "an edge on a pending vector merges");
+	cr_assert_eq(a->since[40], 1, "lateness counts from the oldest raise");
+	cr_assert_eq(apic_deliverable(a), 200);
+	apic_delivered(a, 200);
+	cr_assert_eq(apic_deliverable(a), 40, "nothing in service blocks it");
+	apic_delivered(a, 40);
+	cr_assert_eq(apic_deliverable(a), -1);
+	cr_assert_eq(a->isr[0] | a->isr[1] | a->isr[2] | a->isr[3], 0);
+}
+
+Test(apic, owed_deliveries_are_capped)
+{
+	struct vcpu *v = fresh(0);
+	struct apic *a = &v->apic;
+	unsigned delivered = 0;
+
+	cr_assert_eq(apic_raise(a, 50, 3, true, APIC_SRC_HARD, 10), 0);
+	cr_assert_eq(apic_raise(a, 50, APIC_MAX_OWED, true, APIC_SRC_HARD, 30),
+		     3, "beyond the cap, raises are dropped and reported");
+	while (apic_deliverable(a) == 50) {
+		apic_delivered(a, 50);
+		delivered++;
+	}
+	cr_assert_eq(delivered, APIC_MAX_OWED);
+}
+
+Test(apic, priority_classes_tpr_and_eoi)
+{
+	struct vcpu *v = x2apic_on(0);
+	struct apic *a = &v->apic;
+
+	wr(v, APIC_TPR, 0x40);
+	apic_raise(a, 0x41, 1, false, APIC_SRC_IPI, 0);
+	cr_assert_eq(apic_deliverable(a), -1, "class 4 is masked by TPR 0x40");
+	apic_raise(a, 0x52, 1, false, APIC_SRC_IPI, 0);
+	cr_assert_eq(apic_deliverable(a), 0x52);
+	apic_delivered(a, 0x52);
+	cr_assert_eq(rd(v, APIC_ISR + 2), 1u << (0x52 - 64));
+	cr_assert_eq(rd(v, APIC_PPR), 0x50);
+	apic_raise(a, 0x55, 1, false, APIC_SRC_IPI, 0);
+	cr_assert_eq(apic_deliverable(a), -1, "same class as the one in service");
+	apic_raise(a, 0x61, 1, false, APIC_SRC_IPI, 0);
+	cr_assert_eq(apic_deliverable(a), 0x61, "a higher class nests");
+	apic_delivered(a, 0x61);
+	wr(v, APIC_EOI, 0);
+	cr_assert_eq(rd(v, APIC_ISR + 3), 0, "EOI retires the highest first");
+	cr_assert_eq(rd(v, APIC_ISR + 2), 1u << (0x52 - 64));
+	wr(v, APIC_EOI, 0);
+	cr_assert_eq(apic_deliverable(a), 0x55);
+	apic_delivered(a, 0x55);
+	wr(v, APIC_EOI, 0);
+	cr_assert_eq(apic_deliverable(a), -1, "0x41 still below the TPR");
+	apic_set_cr8(a, 0);
+	cr_assert_eq(rd(v, APIC_TPR), 0, "CR8 is the TPR's high nibble");
+	cr_assert_eq(apic_deliverable(a), 0x41);
+}
+
+Test(apic, one_shot_timer_lives_on_the_wheel)
+{
+	struct vcpu *v = x2apic_on(0);
+	struct apic *a = &v->apic;
+	uint64_t before, after, expires;
+	uint64_t count;
+
+	wr(v, APIC_TIMER_DIVIDE, 0x3); /* divide by 16 */
+	wr(v, APIC_LVT_TIMER, 0x80);
+	before = clock_now_ns();
+	wr(v, APIC_TIMER_INITIAL, 1000000);
+	after = clock_now_ns();
+	expires = wheel_timer_expires(&a->timer);
+	cr_assert(wheel_timer_pending(&a->timer));
+	cr_assert(expires >= before + 16000000 && expires <= after + 16000000,
+		  "1e6 counts at 1 GHz / 16");
+	count = rd(v, APIC_TIMER_CURRENT);
+	cr_assert(count > 0 && count <= 1000000, "current count %lu", count);
+	wheel_advance(&v->wheel, expires + 2048);
+	cr_assert_eq(apic_deliverable(a), 0x80);
+	cr_assert_eq(v->stats.timers_fired_hard, 1);
+	cr_assert_eq(rd(v, APIC_TIMER_CURRENT), 0, "one-shot: 0 once fired");
+	cr_assert_not(wheel_timer_pending(&a->timer));
+}
+
+Test(apic, masked_timer_counts_silently_and_zero_stops_it)
+{
+	struct vcpu *v = x2apic_on(0);
+	struct apic *a = &v->apic;
+
+	wr(v, APIC_TIMER_DIVIDE, 0xb); /* divide by 1 */
+	wr(v, APIC_LVT_TIMER, APIC_LVT_MASKED | 0x80);
+	wr(v, APIC_TIMER_INITIAL, 1000);
+	wheel_advance(&v->wheel, clock_now_ns() + 1000000);
+	cr_assert_eq(a->timer_fired, 1);
+	cr_assert_eq(apic_deliverable(a), -1);
+	wr(v, APIC_LVT_TIMER, 0x80);
+	wr(v, APIC_TIMER_INITIAL, 1000000);
+	wr(v, APIC_TIMER_INITIAL, 0);
+	cr_assert_not(wheel_timer_pending(&a->timer));
+}
+
+Test(apic, periodic_timer_keeps_its_phase_and_floor)
+{
+	struct vcpu *v = x2apic_on(0);
+	struct apic *a = &v->apic;
+	uint64_t first;
+
+	wr(v, APIC_TIMER_DIVIDE, 0xb);
+	wr(v, APIC_LVT_TIMER, (APIC_TIMER_PERIODIC << 17) | 0x90);
+	wr(v, APIC_TIMER_INITIAL, 10);
+	cr_assert_eq(a->timer_period_ns, LULL_PERIOD_FLOOR_NS,
+		     "a 10 ns period is raised to the floor");
+	first = wheel_timer_expires(&a->timer);
+	wheel_advance(&v->wheel, first + 2048);
+	cr_assert_eq(apic_deliverable(a), 0x90);
+	cr_assert_eq(wheel_timer_expires(&a->timer),
+		     first + LULL_PERIOD_FLOOR_NS);
+}
+
+Test(apic, periodic_ticks_defer_only_when_asked)
+{
+	struct vcpu *v = x2apic_on(0);
+	struct apic *a = &v->apic;
+	uint64_t expires;
+
+	wr(v, APIC_LVT_TIMER, (APIC_TIMER_PERIODIC << 17) | 0x90);
+	wr(v, APIC_TIMER_DIVIDE, 0xb);
+	wr(v, APIC_TIMER_INITIAL, 4000000);
+	expires = wheel_timer_expires(&a->timer);
+	cr_assert(wheel_next_hard_expiry(&v->wheel) <= expires + 1024,
+		  "hard by default");
+	apic_set_timer_policy(v, 10000000, LULL_MISSED_ONE);
+	wr(v, APIC_TIMER_INITIAL, 4000000);
+	expires = wheel_timer_expires(&a->timer);
+	cr_assert(wheel_next_hard_expiry(&v->wheel) >= expires + 10000000,
+		  "deferrable up to its bound");
+	cr_assert(wheel_next_hard_expiry(&v->wheel) <= expires + 10000000 + 1024);
+	/* a one-shot stays hard under the policy */
+	wr(v, APIC_LVT_TIMER, 0x90);
+	wr(v, APIC_TIMER_INITIAL, 4000000);
+	expires = wheel_timer_expires(&a->timer);
+	cr_assert(wheel_next_hard_expiry(&v->wheel) <= expires + 1024);
+}
+
+Test(apic, tsc_deadline_past_zero_and_readback)
+{
+	struct vcpu *v = x2apic_on(0);
+	struct apic *a = &v->apic;
+	uint64_t value, now = clock_now_ns();
+
+	apic_wrmsr(v, MSR_IA32_TSC_DEADLINE, now + 5000000);
+	cr_assert_not(wheel_timer_pending(&a->timer),
+		      "ignored outside TSC-deadline mode");
+	wr(v, APIC_LVT_TIMER, (APIC_TIMER_TSC_DEADLINE << 17) | 0xa0);
+	apic_wrmsr(v, MSR_IA32_TSC_DEADLINE, now + 5000000);
+	apic_rdmsr(v, MSR_IA32_TSC_DEADLINE, &value);
+	cr_assert_eq(value, now + 5000000);
+	apic_wrmsr(v, MSR_IA32_TSC_DEADLINE, 0);
+	cr_assert_not(wheel_timer_pending(&a->timer), "0 disarms");
+	apic_wrmsr(v, MSR_IA32_TSC_DEADLINE, 1);
+	wheel_advance(&v->wheel, clock_now_ns() + 2048);
+	cr_assert_eq(apic_deliverable(a), 0xa0, "a past deadline fires at once");
+	apic_rdmsr(v, MSR_IA32_TSC_DEADLINE, &value);
+	cr_assert_eq(value, 0, "and reads 0 after");
+	cr_assert_eq(rd(v, APIC_TIMER_CURRENT), 0);
+}
+
+Test(apic, software_disable_masks_every_lvt)
+{
+	struct vcpu *v = x2apic_on(0);
+
+	wr(v, APIC_LVT_LINT0, 0x700);
+	cr_assert_eq(rd(v, APIC_LVT_LINT0), 0x700);
+	wr(v, APIC_SVR, 0x1f);
+	cr_assert_eq(rd(v, APIC_SVR), 0x1f, "the spurious vector reads back");
+	cr_assert_eq(rd(v, APIC_LVT_LINT0), 0x700 | APIC_LVT_MASKED);
+	wr(v, APIC_LVT_LINT0, 0x700);
+	cr_assert_eq(rd(v, APIC_LVT_LINT0), 0x700 | APIC_LVT_MASKED,
+		     "and keeps them masked");
+}
+
+Test(apic, icr_self_others_and_errors)
+{
+	struct vcpu *v = x2apic_on(2);
+	struct apic *a = &v->apic;
+
+	wr(v, APIC_ICR, (APIC_SH_SELF << 18) | 0x70);
+	cr_assert_eq(apic_deliverable(a), 0x70, "self shorthand stays local");
+	cr_assert_eq(nr_routed, 0);
+	wr(v, APIC_SELF_IPI, 0x71);
+	cr_assert_eq(apic_deliverable(a), 0x71);
+	wr(v, APIC_ICR, (7ull << 32) | (APIC_DM_SIPI << 8) | 0x08);
+	cr_assert_eq(nr_routed, 1);
+	cr_assert_eq(routed[0].dest, 7);
+	cr_assert_eq(routed[0].mode, APIC_DM_SIPI);
+	cr_assert_eq(routed[0].vector, 0x08);
+	cr_assert(routed[0].x2apic);
+	/* INIT level de-assert (trigger level, level 0) is a no-op */
+	wr(v, APIC_ICR, (1ull << 32) | (1u << 15) | (APIC_DM_INIT << 8));
+	cr_assert_eq(nr_routed, 1);
+	wr(v, APIC_ICR, (1ull << 32) | 0x05); /* fixed vector 5: illegal */
+	cr_assert_eq(nr_routed, 1);
+	cr_assert_eq(rd(v, APIC_ESR), 0, "ESR latches on its next write");
+	wr(v, APIC_ESR, 0);
+	cr_assert_eq(rd(v, APIC_ESR), APIC_ESR_SEND_ILLEGAL);
+}
+
+Test(apic, destinations)
+{
+	struct vcpu *v = x2apic_on(17);
+	struct apic_ipi ipi = { .x2apic = true, .dest = 17 };
+
+	cr_assert(apic_accepts(&v->apic, &ipi));
+	ipi.dest = 16;
+	cr_assert_not(apic_accepts(&v->apic, &ipi));
+	ipi.dest = 0xffffffff;
+	cr_assert(apic_accepts(&v->apic, &ipi), "broadcast");
+	ipi.logical = true;
+	ipi.dest = (1u << 16) | (1u << 1); /* cluster 1, member 1 = ID 17 */
+	cr_assert(apic_accepts(&v->apic, &ipi));
+	ipi.dest = (1u << 16) | (1u << 2);
+	cr_assert_not(apic_accepts(&v->apic, &ipi));
+	ipi.dest = (0u << 16) | (1u << 1);
+	cr_assert_not(apic_accepts(&v->apic, &ipi), "cluster 0 is not ours");
+}
+
+Test(apic, xapic_mmio_reads_the_same_registers)
+{
+	struct vcpu *v = fresh(4);
+	uint32_t value = 0;
+
+	cr_assert(apic_mmio(v, APIC_DEFAULT_BASE + APIC_ID * 16, false, 4,
+			    (uint8_t *)&value));
+	cr_assert_eq(value, 4u << 24, "xAPIC ID in bits 31:24");
+	cr_assert(apic_mmio(v, APIC_DEFAULT_BASE + APIC_VERSION * 16, false, 4,
+			    (uint8_t *)&value));
+	cr_assert_eq(value, APIC_VERSION_VALUE);
+	value = APIC_SVR_ENABLE | 0xff;
+	cr_assert(apic_mmio(v, APIC_DEFAULT_BASE + APIC_SVR * 16, true, 4,
+			    (uint8_t *)&value));
+	cr_assert_eq(v->apic.svr, APIC_SVR_ENABLE | 0xff);
+	cr_assert_not(apic_mmio(v, APIC_DEFAULT_BASE - 16, false, 4,
+				(uint8_t *)&value),
+		      "below the page is not the APIC's");
+	wr(x2apic_on(4), APIC_TPR, 0);
+	cr_assert_not(apic_mmio(v, APIC_DEFAULT_BASE, false, 4,
+				(uint8_t *)&value),
+		      "x2APIC mode has no MMIO page");
+}

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+#include "lull_abi.h"
+#include "clock.h"
+#include "apic.h"
+#include "periodic.h"
+
+struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
+					   uint64_t period, uint64_t now)
+{
+	uint64_t behind = now > expiry ? (now - expiry) / period : 0;
+	struct periodic_catch_up c = { .deliver = 1 };
+	uint64_t span;
+
+	switch (policy) {
+	case LULL_MISSED_ALL:
+		c.deliver = behind + 1;
+		if (c.deliver > APIC_MAX_OWED) {
+			c.merged = c.deliver - APIC_MAX_OWED;
+			c.deliver = APIC_MAX_OWED;
+		}
+		break;
+	case LULL_MISSED_NONE:
+		if (behind) {
+			c.deliver = 0;
+			c.merged = behind + 1;
+		}
+		break;
+	default:
+		c.merged = behind;
+		break;
+	}
+	if (__builtin_mul_overflow(behind + 1, period, &span))
+		span = UINT64_MAX;
+	c.next = sat_add(expiry, span);
+	return c;
+}

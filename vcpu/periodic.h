@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A periodic timer that ran late: how many ticks it delivers, how many it
+ * merges, and when it runs next. One rule for every periodic timer lull
+ * keeps (PV timer slots and the APIC timer), after Xen's vpt:
+ *   one  - deliver one tick now, merge the rest (one_missed_tick_pending)
+ *   all  - deliver every tick, one per interrupt window, including ticks
+ *          that come due while an earlier one is still owed
+ *          (no_delay_for_missed_ticks)
+ *   none - deliver nothing for a late tick; the next boundary ticks as
+ *          usual (no_missed_ticks_pending)
+ * The next expiry stays on the timer's original phase in every mode.
+ */
+#ifndef LULL_PERIODIC_H
+#define LULL_PERIODIC_H
+
+#include <stdint.h>
+
+struct periodic_catch_up {
+	uint64_t deliver; /* ticks to raise now, at most APIC_MAX_OWED */
+	uint64_t merged; /* ticks that will never be delivered */
+	uint64_t next; /* the next expiry, saturated */
+};
+
+/* The timer was due at `expiry` (period > 0), runs at `now`; `policy` is
+ * LULL_MISSED_*. */
+struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
+					   uint64_t period, uint64_t now);
+
+#endif
