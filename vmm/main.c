@@ -190,6 +190,12 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 				return usage_error(
 					"--mem %s: guest RAM must be at least 1M and a multiple of 4K",
 					optarg);
+			/* RAM is one flat mapping from 0; the APIC page is above */
+			if (n > APIC_DEFAULT_BASE)
+				return usage_error(
+					"--mem %s: guest RAM ends below the local APIC page at 0x%x, so at most %uM",
+					optarg, APIC_DEFAULT_BASE,
+					APIC_DEFAULT_BASE >> 20);
 			cfg->mem_size = n;
 			break;
 		case OPT_CMDLINE:

@@ -85,6 +85,25 @@ Test(cli, mem_not_a_number)
 		    USAGE("--mem", "lots"));
 }
 
+Test(cli, mem_over_the_apic_page)
+{
+	check_usage(USAGE("run", "--mem", "4G", guest("hello")),
+		    USAGE("--mem", "4G", "APIC"));
+}
+
+Test(cli, apic_max_defer_not_a_number)
+{
+	check_usage(USAGE("run", "--apic-max-defer", "1ms", guest("hello")),
+		    USAGE("--apic-max-defer", "1ms"));
+}
+
+Test(cli, apic_max_defer_with_strict)
+{
+	check_usage(USAGE("run", "--apic-max-defer", "1000000", "--timer-mode",
+			  "strict", guest("hello")),
+		    USAGE("--apic-max-defer", "strict"));
+}
+
 Test(cli, vcpus_zero)
 {
 	check_usage(USAGE("run", "--vcpus", "0", guest("hello")),
