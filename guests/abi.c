@@ -702,6 +702,72 @@ static void case_deferrable(void)
 		       halt_at - now, wake_at - now);
 }
 
+#define MSR_APIC_BASE 0x1b
+#define MSR_X2APIC(reg) (0x800 + (reg) / 16)
+#define APIC_BASE_EXTD (1u << 10)
+#define APIC_TPR 0x080
+#define APIC_EOI 0x0b0
+#define APIC_SVR 0x0f0
+#define APIC_LVT_TIMER 0x320
+#define APIC_TIMER_INIT 0x380
+#define APIC_TIMER_DIV 0x3e0
+#define VEC_APIC_TIMER 0x80 /* class 8: above the TPR below */
+#define VEC_PV_UNDER_APIC 0x70
+
+/* With the APIC software-enabled every delivery is in service until EOI. */
+static void on_irq_eoi(unsigned vector)
+{
+	on_irq(vector);
+	wrmsr(MSR_X2APIC(APIC_EOI), 0);
+}
+
+/*
+ * lull's PV timers and the local APIC's own timer in one guest: with the
+ * APIC software-enabled, a PV slot's vector obeys the TPR like any other
+ * and needs an EOI, and both timers fire, neither early.
+ */
+static void case_apic_coexists(void)
+{
+	uint64_t now, pv_due, apic_due, held_at;
+	bool held, both;
+
+	if (!(cpuid(1, 0).ecx & (1u << 21))) {
+		result("apic_and_pv_timers", false, "CPUID advertises no x2APIC");
+		return;
+	}
+	reset_hits();
+	irq_set_handler(VEC_APIC_TIMER, on_irq_eoi);
+	irq_set_handler(VEC_PV_UNDER_APIC, on_irq_eoi);
+	wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_EXTD);
+	wrmsr(MSR_X2APIC(APIC_SVR), 0x1ff);
+	wrmsr(MSR_X2APIC(APIC_TPR), 0x70); /* holds back class 7 */
+
+	now = clock_ns();
+	pv_due = now + 2 * MS;
+	apic_due = now + 4 * MS;
+	lull_timer_set(S_A, pv_due, VEC_PV_UNDER_APIC, 0, 0, 0);
+	wrmsr(MSR_X2APIC(APIC_TIMER_DIV), 0xb); /* divide by 1: 1 ns a count */
+	wrmsr(MSR_X2APIC(APIC_LVT_TIMER), VEC_APIC_TIMER);
+	wrmsr(MSR_X2APIC(APIC_TIMER_INIT), 4 * MS);
+	wait_hit(VEC_APIC_TIMER, apic_due);
+	held_at = clock_ns();
+	held = hits[VEC_PV_UNDER_APIC].count == 0;
+	wrmsr(MSR_X2APIC(APIC_TPR), 0);
+	wait_hit(VEC_PV_UNDER_APIC, pv_due);
+	both = hits[VEC_APIC_TIMER].count == 1 &&
+	       hits[VEC_PV_UNDER_APIC].count == 1;
+	result("apic_and_pv_timers",
+	       held && both && hits[VEC_APIC_TIMER].first >= apic_due &&
+		       hits[VEC_PV_UNDER_APIC].first >= held_at,
+	       "held by TPR %d; APIC timer %lu at +%lu ns (due +%lu); PV %lu at +%lu (due +%lu)",
+	       held, hits[VEC_APIC_TIMER].count,
+	       hits[VEC_APIC_TIMER].first - now, apic_due - now,
+	       hits[VEC_PV_UNDER_APIC].count,
+	       hits[VEC_PV_UNDER_APIC].first - now, pv_due - now);
+	/* back to the regime the other cases expect: no EOI */
+	wrmsr(MSR_X2APIC(APIC_SVR), 0xff);
+}
+
 int guest_main(void)
 {
 	if (rt_boot.hv != HV_LULL) {
@@ -727,6 +793,7 @@ int guest_main(void)
 	case_xen();
 	case_counters();
 	case_deferrable();
+	case_apic_coexists();
 
 	for (unsigned s = 0; s < lull_info.nr_slots; s++)
 		lull_timer_stop(s);
