@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <asm/kvm_para.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,28 @@
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
 #define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
 #define CPUID_1_EDX_APIC (1u << 9)
-#define LULL_LEAVES 3
+#define LULL_LEAVES 5 /* lull's three, then KVM's two */
+
+/*
+ * KVM's PV leaves, one hypervisor base after lull's: guests find lull at
+ * 0x40000000 first, and Linux (hypervisor_cpuid_base) and KVM itself
+ * (kvm_update_kvm_cpuid_base, for its PV MSRs) both search every base
+ * 0x40000000 + k * 0x100 for "KVMKVMKVM".
+ */
+#define KVM_LEAVES_BASE 0x40000100u
+#define KVM_LEAF_SIGNATURE (KVM_LEAVES_BASE | KVM_CPUID_SIGNATURE)
+#define KVM_LEAF_FEATURES (KVM_LEAVES_BASE | KVM_CPUID_FEATURES)
+
+/*
+ * Of KVM's PV features, only those KVM serves all by itself, with no
+ * in-kernel irqchip and nothing from lull (docs/abi.md says why each):
+ * kvmclock through the MSR pair 0x4b564d00/01, with the per-record
+ * "TSC stable" flag that KVM sets only while its master clock holds, and
+ * no port 0x80 delays, since nothing behind lull's ports needs them.
+ */
+#define KVM_PV_OFFERED                                                         \
+	((1u << KVM_FEATURE_NOP_IO_DELAY) | (1u << KVM_FEATURE_CLOCKSOURCE2) | \
+	 (1u << KVM_FEATURE_CLOCKSOURCE_STABLE_BIT))
 
 int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
 {
@@ -46,6 +68,33 @@ static void lull_leaf(struct kvm_cpuid_entry2 *e, uint32_t fn, uint32_t a,
 	e->edx = d;
 }
 
+/* KVM's own feature bits, or none where it has no PV leaves. */
+static uint32_t kvm_pv_features(const struct kvm_cpuid2 *supported)
+{
+	for (unsigned i = 0; i < supported->nent; i++)
+		if (supported->entries[i].function == KVM_CPUID_FEATURES)
+			return supported->entries[i].eax;
+	return 0;
+}
+
+/*
+ * The signature leaf's eax is the max leaf of KVM's range, as in KVM's
+ * own; the features leaf's edx holds KVM's hints, of which lull gives none
+ * (KVM_HINTS_REALTIME would promise each vCPU a host CPU of its own).
+ */
+static void kvm_leaves(struct kvm_cpuid_entry2 e[2],
+		       const struct kvm_cpuid2 *supported)
+{
+	static const char sig[12] = KVM_SIGNATURE;
+	uint32_t s[3];
+
+	memcpy(s, sig, sizeof(s));
+	lull_leaf(&e[0], KVM_LEAF_SIGNATURE, KVM_LEAF_FEATURES, s[0], s[1],
+		  s[2]);
+	lull_leaf(&e[1], KVM_LEAF_FEATURES,
+		  kvm_pv_features(supported) & KVM_PV_OFFERED, 0, 0, 0);
+}
+
 static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 				     unsigned index,
 				     const struct vm_config *cfg)
@@ -60,8 +109,8 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 	for (unsigned i = 0; i < supported->nent; i++) {
 		struct kvm_cpuid_entry2 e = supported->entries[i];
 
-		/* KVM's own hypervisor leaves describe KVM's PV features, which
-		 * lull does not offer; ours replace them. */
+		/* KVM's hypervisor leaves offer all of KVM's PV features, most
+		 * of which need an in-kernel irqchip; ours replace them. */
 		if (e.function >= 0x40000000 && e.function <= 0x400000ff)
 			continue;
 		switch (e.function) {
@@ -90,6 +139,8 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 	lull_leaf(&c->entries[n++], LULL_CPUID_TIMING, LULL_ABI_VERSION,
 		  (uint32_t)LULL_PERIOD_FLOOR_NS, cfg->missed_ticks,
 		  cfg->timer_mode);
+	kvm_leaves(&c->entries[n], supported);
+	n += 2;
 	c->nent = n;
 	return c;
 }
@@ -139,6 +190,25 @@ static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info)
 	return 0;
 }
 
+/*
+ * KVM serves its PV MSRs and hypercalls to any guest that knows their
+ * numbers, advertised or not, unless the vCPU is held to its CPUID
+ * (KVM_CAP_ENFORCE_PV_FEATURE_CPUID, Linux 5.10): then what lull does not
+ * offer faults, as on a KVM without it. An older KVM has no such switch
+ * (EINVAL) and serves everything, as before.
+ */
+static int enforce_pv_cpuid(int vcpu_fd)
+{
+	struct kvm_enable_cap cap = {
+		.cap = KVM_CAP_ENFORCE_PV_FEATURE_CPUID,
+		.args[0] = 1,
+	};
+
+	if (ioctl(vcpu_fd, KVM_ENABLE_CAP, &cap) == 0 || errno == EINVAL)
+		return 0;
+	return -errno;
+}
+
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
 		    unsigned index, const struct vm_config *cfg, uint32_t entry,
 		    uint32_t start_info)
@@ -151,5 +221,7 @@ int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
 	if (ioctl(vcpu_fd, KVM_SET_CPUID2, c) < 0)
 		r = -errno;
 	free(c);
+	if (r == 0)
+		r = enforce_pv_cpuid(vcpu_fd);
 	return r < 0 ? r : pvh_entry_state(vcpu_fd, entry, start_info);
 }
