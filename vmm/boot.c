@@ -13,6 +13,7 @@
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
 #define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
 #define CPUID_1_EDX_APIC (1u << 9)
+#define CPUID_1_APIC_ECX (CPUID_1_ECX_X2APIC | CPUID_1_ECX_TSC_DEADLINE)
 #define LULL_LEAVES 5 /* lull's three, then KVM's two */
 
 /*
@@ -97,7 +98,7 @@ static void kvm_leaves(struct kvm_cpuid_entry2 e[2],
 
 static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 				     unsigned index,
-				     const struct vm_config *cfg)
+				     const struct vm_config *cfg, bool apic)
 {
 	struct kvm_cpuid2 *c =
 		calloc(1, sizeof(*c) + (supported->nent + LULL_LEAVES) *
@@ -116,13 +117,19 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 		switch (e.function) {
 		case 1:
 			e.ebx = (e.ebx & 0x00ffffff) | (index << 24);
-			e.ecx &= ~(CPUID_1_ECX_X2APIC |
-				   CPUID_1_ECX_TSC_DEADLINE);
+			/* lull's APIC (vcpu/apic.h), where the VM has one, is
+			 * an x2APIC with the TSC-deadline timer. */
+			if (apic) {
+				e.ecx |= CPUID_1_APIC_ECX;
+				e.edx |= CPUID_1_EDX_APIC;
+			} else {
+				e.ecx &= ~CPUID_1_APIC_ECX;
+				e.edx &= ~CPUID_1_EDX_APIC;
+			}
 			/* A standard KVM leaves "hypervisor present" to the
 			 * VMM; software that honours it looks for our leaves
 			 * only when it is set. */
 			e.ecx |= CPUID_1_ECX_HYPERVISOR;
-			e.edx &= ~CPUID_1_EDX_APIC;
 			break;
 		case 0xb:
 		case 0x1f:
@@ -161,8 +168,14 @@ static void flat_segment(struct kvm_segment *s, uint16_t selector, uint8_t type)
 	};
 }
 
-/* PVH entry: 32-bit protected mode, paging off, flat 4 GiB segments. */
-static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info)
+/*
+ * PVH entry: 32-bit protected mode, paging off, flat 4 GiB segments.
+ * Without an APIC, IA32_APIC_BASE goes to 0, APIC disabled: KVM sets
+ * CPUID.1:EDX.APIC from that MSR's enable bit whatever the VMM said
+ * (kvm_update_cpuid_runtime), and its reset value has the APIC enabled.
+ */
+static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info,
+			   bool apic)
 {
 	struct kvm_sregs sregs;
 	struct kvm_regs regs = {
@@ -183,6 +196,8 @@ static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info)
 	sregs.cr3 = 0;
 	sregs.cr4 = 0;
 	sregs.efer = 0;
+	if (!apic)
+		sregs.apic_base = 0;
 	if (ioctl(fd, KVM_SET_SREGS, &sregs) < 0)
 		return -errno;
 	if (ioctl(fd, KVM_SET_REGS, &regs) < 0)
@@ -210,10 +225,10 @@ static int enforce_pv_cpuid(int vcpu_fd)
 }
 
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
-		    unsigned index, const struct vm_config *cfg, uint32_t entry,
-		    uint32_t start_info)
+		    unsigned index, const struct vm_config *cfg, bool apic,
+		    uint32_t entry, uint32_t start_info)
 {
-	struct kvm_cpuid2 *c = vcpu_cpuid(supported, index, cfg);
+	struct kvm_cpuid2 *c = vcpu_cpuid(supported, index, cfg, apic);
 	int r = 0;
 
 	if (!c)
@@ -223,5 +238,5 @@ int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
 	free(c);
 	if (r == 0)
 		r = enforce_pv_cpuid(vcpu_fd);
-	return r < 0 ? r : pvh_entry_state(vcpu_fd, entry, start_info);
+	return r < 0 ? r : pvh_entry_state(vcpu_fd, entry, start_info, apic);
 }
