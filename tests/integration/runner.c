@@ -269,6 +269,21 @@ int spawn_lull(struct proc *p, ...)
 	return proc_spawn(p, argv);
 }
 
+bool in_path(const char *prog, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char *copy = strdup(path ? path : "/usr/bin:/bin"), *save, *dir;
+	bool found = false;
+
+	for (dir = strtok_r(copy, ":", &save); dir && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		snprintf(out, len, "%s/%s", dir, prog);
+		found = !access(out, X_OK);
+	}
+	free(copy);
+	return found;
+}
+
 void run_free(struct run *r)
 {
 	free(r->out);

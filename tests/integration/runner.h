@@ -64,6 +64,9 @@ void proc_wait(struct proc *p, double limit_s, struct run *r);
  * after limit_s seconds. */
 bool proc_wait_output(struct proc *p, const char *needle, double limit_s);
 
+/* Finds prog in $PATH; its path in out. False if it is not there. */
+bool in_path(const char *prog, char *out, size_t len);
+
 /* spawn + wait; argv NULL-terminated, without the lull binary. */
 void run_lull(struct run *r, double limit_s, ...) __attribute__((sentinel));
 void run_lullv(struct run *r, double limit_s, char *const args[]);

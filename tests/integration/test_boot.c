@@ -413,21 +413,6 @@ Test(boot, hcall_garbage_survives_2_vcpus)
 	check_hcall_garbage("2");
 }
 
-static bool in_path(const char *prog, char *out, size_t len)
-{
-	const char *path = getenv("PATH");
-	char *copy = strdup(path ? path : "/usr/bin:/bin"), *save, *dir;
-	bool found = false;
-
-	for (dir = strtok_r(copy, ":", &save); dir && !found;
-	     dir = strtok_r(NULL, ":", &save)) {
-		snprintf(out, len, "%s/%s", dir, prog);
-		found = !access(out, X_OK);
-	}
-	free(copy);
-	return found;
-}
-
 /* The same ELF boots on QEMU's microvm: PVH plus isa-debug-exit. */
 Test(boot, hello_boots_on_qemu_microvm)
 {
