@@ -225,8 +225,8 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info,
 				      vm->cfg.missed_ticks);
 		/* an unmodified OS starts its APs itself, with INIT and SIPI */
 		v->wait_for_sipi = i > 0 && !all_vcpus_enter;
-		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, entry,
-				    start_info);
+		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, vm->has_apic,
+				    entry, start_info);
 		if (r < 0) {
 			vm_err(vm,
 			       "cannot put vCPU %u in the PVH entry state: %s",
