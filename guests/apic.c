@@ -279,7 +279,7 @@ static void msr_wr(uint32_t msr, uint64_t v)
 		stray_gp(msr, true);
 }
 
-/* Whether rdmsr/wrmsr of msr faults (the value written is v). */
+/* For the cases that want a #GP: whether rdmsr / wrmsr of msr (with v) faults. */
 static bool rd_faults(uint32_t msr)
 {
 	uint64_t v;
