@@ -19,11 +19,6 @@ static const uint32_t lvt_writable[APIC_NR_LVT] = {
 	[APIC_LVT_ERROR - APIC_LVT_TIMER] = 0x100ff,
 };
 
-static bool test_vec(const uint64_t *map, unsigned vector)
-{
-	return map[vector / 64] >> (vector % 64) & 1;
-}
-
 static int highest(const uint64_t *map)
 {
 	for (int w = 3; w >= 0; w--)
