@@ -175,6 +175,58 @@ uint64_t pvclock_read(const volatile struct lull_pvclock *c)
 	return ns;
 }
 
+/*
+ * The pvclock formula backwards, from a reading taken now rather than from
+ * the record's own timestamp: kvmclock's record may be minutes old, and
+ * only a short ns - now keeps the division in 64 bits (there is no
+ * libgcc for a 128-bit one). Each step rounds up, so the forward formula
+ * applied to the result gives at least ns.
+ */
+uint64_t clock_tsc_at(uint64_t ns)
+{
+	const volatile struct lull_pvclock *c = &shared_page()->clock;
+	uint64_t tsc, now, delta, scaled, q, r;
+	uint32_t version, mul;
+	int8_t shift;
+
+	if (source == CLOCK_NONE)
+		return 0;
+	do {
+		uint64_t tsc_ts, sys, d;
+
+		version = c->version;
+		barrier();
+		tsc_ts = c->tsc_timestamp;
+		sys = c->system_time;
+		mul = c->tsc_to_system_mul;
+		shift = c->tsc_shift;
+		tsc = rdtsc_ordered();
+		d = tsc - tsc_ts;
+		if (shift < 0)
+			d >>= -shift;
+		else
+			d <<= shift;
+		now = sys + (uint64_t)(((unsigned __int128)d * mul) >> 32);
+		barrier();
+	} while ((version & 1) || version != c->version);
+	if (ns <= now || !mul)
+		return tsc;
+	delta = ns - now;
+	/* scaled = ceil(delta * 2^32 / mul), in two parts that fit */
+	q = delta / mul;
+	r = delta % mul;
+	if (q >= 1ull << 31)
+		return UINT64_MAX;
+	scaled = (q << 32) + ((r << 32) + mul - 1) / mul;
+	if (shift >= 0)
+		delta = (scaled + (1ull << shift) - 1) >> shift;
+	else if (scaled >> (63 + shift))
+		return UINT64_MAX;
+	else
+		delta = scaled << -shift;
+	return tsc + delta;
+}
+
 /* The largest reading any vCPU has returned, for unstable-TSC records. */
 static uint64_t last_ns;
 

@@ -37,6 +37,12 @@ uint64_t pvclock_read(const volatile struct lull_pvclock *c);
 struct lull_shared_page *shared_page(void);
 /* The shared page of vCPU i (for the abi guest's re-registration tests). */
 struct lull_shared_page *shared_page_of(unsigned i);
+/*
+ * The TSC value at which this vCPU's clock_ns() reaches ns, rounded up
+ * (a TSC-deadline timer armed with it is never early); the TSC now if ns
+ * has passed, UINT64_MAX if it is centuries away.
+ */
+uint64_t clock_tsc_at(uint64_t ns);
 /* Busy-wait (interrupts untouched) until clock_ns() >= t. */
 void clock_wait_until(uint64_t t);
 

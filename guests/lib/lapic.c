@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "idt.h"
 #include "lapic.h"
+#include "rt.h"
 #include "x86.h"
 
 #define MSR_APIC_BASE 0x1b
@@ -10,8 +11,13 @@
 #define APIC_BASE_X2APIC (1u << 10)
 #define APIC_BASE_ADDR 0xfffff000u
 #define MSR_X2APIC_BASE 0x800 /* x2APIC register r is MSR 0x800 + r / 16 */
+#define MSR_TSC_DEADLINE 0x6e0
 
 #define CPUID1_EDX_APIC (1u << 9)
+#define CPUID1_ECX_X2APIC (1u << 21)
+#define CPUID1_ECX_TSC_DEADLINE (1u << 24)
+#define HV_LEAF_TIMING 0x10 /* base + 0x10: eax TSC kHz, ebx APIC bus kHz */
+#define HV_LEAVES_MAX 0x100
 
 #define APIC_TPR 0x080
 #define APIC_EOI 0x0b0
@@ -26,16 +32,20 @@
 #define SPURIOUS_VECTOR 0xff
 #define LVT_MASKED (1u << 16)
 #define LVT_PERIODIC (1u << 17)
+#define LVT_TSC_DEADLINE (2u << 17)
 #define DIV_BY_1 0xb
 
 #define CALIBRATE_NS 20000000ull
+#define NOMINAL_HZ 1000000000ull
 
 enum apic_mode { APIC_NONE, APIC_XAPIC, APIC_X2APIC };
 
 /* One mode for all vCPUs: they share the firmware/VMM's reset state. */
 static enum apic_mode mode;
 static volatile uint32_t *apic;
-static uint64_t timer_hz;
+static uint64_t timer_hz, measured_hz;
+static const char *hz_source = "none";
+static bool tsc_deadline;
 static uint64_t spurious;
 
 static uint32_t rd(unsigned reg)
@@ -79,6 +89,48 @@ static uint64_t calibrate(void)
 	       (ended - started);
 }
 
+/* APIC bus kHz from the hypervisor's leaf base + 0x10, where its max leaf
+ * covers it (past the end, Intel returns another leaf's data). */
+static uint64_t hv_bus_hz(void)
+{
+	uint32_t base = rt_boot.hv_base ? rt_boot.hv_base : 0x40000000u;
+	uint32_t max = cpuid(base, 0).eax;
+
+	if (max < base + HV_LEAF_TIMING || max >= base + HV_LEAVES_MAX)
+		return 0;
+	return (uint64_t)cpuid(base + HV_LEAF_TIMING, 0).ebx * 1000;
+}
+
+/*
+ * KVM's in-kernel APIC, QEMU's and lull's count at exactly 1 GHz of the
+ * host's clock, and the measurement is off by a few 0.1 % (register
+ * accesses are exits, ~50 µs each under TCG: 1.002-1.004 GHz there,
+ * 0.998 under kvm_pvm; docs/guests.md). A periodic timer programmed
+ * from such a rate drifts by as much against the guest's clock, 2-4 ms
+ * a second, and one a few ppm early already runs ahead of its grid. No
+ * bare-metal APIC bus is near 1 GHz (crystals and buses are 25-200 MHz),
+ * so a measurement within 5 % of it is that clock.
+ */
+static void pick_rate(void)
+{
+	uint64_t hz = hv_bus_hz();
+
+	if (hz) {
+		timer_hz = hz;
+		hz_source = "cpuid-hv-0x10";
+		return;
+	}
+	measured_hz = calibrate();
+	if (measured_hz > NOMINAL_HZ / 100 * 95 &&
+	    measured_hz < NOMINAL_HZ / 100 * 105) {
+		timer_hz = NOMINAL_HZ;
+		hz_source = "nominal-1ghz";
+	} else {
+		timer_hz = measured_hz;
+		hz_source = "measured";
+	}
+}
+
 /*
  * A spurious interrupt is the APIC withdrawing one it had signalled: it
  * is not in service and takes no EOI. Counted, never reported.
@@ -91,10 +143,12 @@ static void on_spurious(unsigned vector)
 
 bool lapic_init(void)
 {
+	struct cpuid_regs id = cpuid(1, 0);
 	uint64_t base;
 
-	if (!(cpuid(1, 0).edx & CPUID1_EDX_APIC) || !clock_available())
+	if (!(id.edx & CPUID1_EDX_APIC) || !clock_available())
 		return false;
+	tsc_deadline = id.ecx & CPUID1_ECX_TSC_DEADLINE;
 	base = rdmsr(MSR_APIC_BASE);
 	if (!(base & APIC_BASE_ENABLE)) {
 		base |= APIC_BASE_ENABLE;
@@ -110,8 +164,31 @@ bool lapic_init(void)
 	wr(APIC_TPR, 0);
 	wr(APIC_SVR, SVR_ENABLE | SPURIOUS_VECTOR);
 	if (!timer_hz)
-		timer_hz = calibrate();
+		pick_rate();
 	return true;
+}
+
+/*
+ * x2APIC is entered from the xAPIC-enabled state: a write that goes from
+ * globally disabled straight to x2APIC is a #GP (SDM 10.12.5).
+ */
+bool lapic_init_x2apic(void)
+{
+	struct cpuid_regs id = cpuid(1, 0);
+	uint64_t base;
+
+	if (!(id.edx & CPUID1_EDX_APIC) || !clock_available())
+		return false;
+	if (id.ecx & CPUID1_ECX_X2APIC) {
+		base = rdmsr(MSR_APIC_BASE);
+		if (!(base & APIC_BASE_ENABLE)) {
+			base |= APIC_BASE_ENABLE;
+			wrmsr(MSR_APIC_BASE, base);
+		}
+		if (!(base & APIC_BASE_X2APIC))
+			wrmsr(MSR_APIC_BASE, base | APIC_BASE_X2APIC);
+	}
+	return lapic_init();
 }
 
 const char *lapic_mode_name(void)
@@ -131,6 +208,16 @@ uint64_t lapic_timer_hz(void)
 	return timer_hz;
 }
 
+const char *lapic_timer_hz_source(void)
+{
+	return hz_source;
+}
+
+uint64_t lapic_timer_hz_measured(void)
+{
+	return measured_hz;
+}
+
 void lapic_timer_start(unsigned vector, uint32_t count, bool periodic)
 {
 	wr(APIC_TIMER_DIV, DIV_BY_1);
@@ -138,6 +225,10 @@ void lapic_timer_start(unsigned vector, uint32_t count, bool periodic)
 	wr(APIC_TIMER_INIT, count);
 }
 
+/*
+ * Masking also leaves TSC-deadline mode, and a change of timer mode
+ * disarms the timer (SDM 10.5.4.1), so this stops all three modes.
+ */
 void lapic_timer_stop(void)
 {
 	wr(APIC_LVT_TIMER, LVT_MASKED | SPURIOUS_VECTOR);
@@ -147,6 +238,28 @@ void lapic_timer_stop(void)
 uint32_t lapic_timer_current(void)
 {
 	return rd(APIC_TIMER_CUR);
+}
+
+bool lapic_has_tsc_deadline(void)
+{
+	return tsc_deadline;
+}
+
+void lapic_deadline_start(unsigned vector)
+{
+	wr(APIC_LVT_TIMER, (vector & 0xff) | LVT_TSC_DEADLINE);
+	/*
+	 * The LVT write must reach the APIC before a following write to
+	 * IA32_TSC_DEADLINE, which is ignored outside TSC-deadline mode;
+	 * WRMSR to an x2APIC register is not serializing, and the SDM
+	 * (10.5.4.1) asks for an MFENCE between the two.
+	 */
+	asm volatile("mfence" : : : "memory");
+}
+
+void lapic_set_tsc_deadline(uint64_t tsc)
+{
+	wrmsr(MSR_TSC_DEADLINE, tsc);
 }
 
 void lapic_eoi(void)
