@@ -146,7 +146,7 @@ static bool local_vector(struct apic *a, uint32_t vector)
 
 static void timer_stop(struct vcpu *v)
 {
-	wheel_del(&v->wheel, &v->apic.timer);
+	vcpu_timer_stop(v, &v->apic.timer);
 }
 
 static void timer_arm(struct vcpu *v, uint64_t expiry)
@@ -154,9 +154,7 @@ static void timer_arm(struct vcpu *v, uint64_t expiry)
 	struct apic *a = &v->apic;
 	bool defer = timer_mode(a) == APIC_TIMER_PERIODIC && a->max_defer_ns;
 
-	wheel_del(&v->wheel, &a->timer);
-	wheel_timer_set_flags(&a->timer, defer ? WHEEL_DEFERRABLE : 0);
-	wheel_add(&v->wheel, &a->timer, expiry, defer ? a->max_defer_ns : 0);
+	vcpu_timer_arm(v, &a->timer, expiry, defer, defer ? a->max_defer_ns : 0);
 }
 
 static void timer_expired(struct wheel_timer *t, uint64_t now)
@@ -175,8 +173,7 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 			a->missed_policy, expiry, a->timer_period_ns, now);
 
 		deliver = c.deliver;
-		wheel_add(&v->wheel, t, c.next,
-			  a->max_defer_ns ? a->max_defer_ns : 0);
+		vcpu_timer_arm(v, t, c.next, deferred, a->max_defer_ns);
 		break;
 	}
 	case APIC_TIMER_TSC_DEADLINE:

@@ -137,6 +137,28 @@ void vcpu_post_vector(struct vcpu *v, uint8_t vector);
 void vcpu_post_init(struct vcpu *v);
 void vcpu_post_sipi(struct vcpu *v, uint8_t vector);
 
+/*
+ * The vCPU's timers, on its own thread: a device keeps its wheel_timer
+ * (wheel_timer_init) and arms it here, never on the wheel directly, so the
+ * vCPU loop alone decides when the wheel runs. (Re)arms t at `expires`:
+ * deferrable or hard, with `tolerance` as the wheel reads it (wheel.h).
+ * Also from t's own callback, for a periodic timer.
+ */
+static inline void vcpu_timer_arm(struct vcpu *v, struct wheel_timer *t,
+				  uint64_t expires, bool deferrable,
+				  uint64_t tolerance)
+{
+	wheel_del(&v->wheel, t);
+	wheel_timer_set_flags(t, deferrable ? WHEEL_DEFERRABLE : 0);
+	wheel_add(&v->wheel, t, expires, tolerance);
+}
+
+/* Disarms t; true if it was pending. */
+static inline bool vcpu_timer_stop(struct vcpu *v, struct wheel_timer *t)
+{
+	return wheel_del(&v->wheel, t) == 1;
+}
+
 /* From a timer callback on the vCPU's own thread: a timer that expired at
  * `expiry` raises vector `times` times (see apic_raise for `accumulate`).
  * Returns raises merged or dropped. */

@@ -32,7 +32,7 @@ static void slot_expired(struct wheel_timer *t, uint64_t now)
 
 		deliver = c.deliver;
 		merged = c.merged;
-		wheel_add(&pv->vcpu->wheel, t, c.next, s->tolerance);
+		vcpu_timer_arm(pv->vcpu, t, c.next, s->deferred, s->tolerance);
 	}
 	/* A raise onto a vector still owed to the guest merges into it. */
 	merged_on_raise = vcpu_raise_timer(
@@ -63,19 +63,17 @@ void pvtimer_set(struct pvtimer *pv, unsigned slot, uint64_t deadline,
 	struct pvtimer_slot *s = &pv->slot[slot];
 	bool deferred = (flags & LULL_TIMER_DEFERRABLE) && !pv->strict;
 
-	wheel_del(&pv->vcpu->wheel, &s->timer);
-	wheel_timer_set_flags(&s->timer, deferred ? WHEEL_DEFERRABLE : 0);
 	s->deferred = deferred;
 	s->vector = vector;
 	s->period = (flags & LULL_TIMER_PERIODIC) ? period : 0;
 	/* Strict mode is the classic VMM: no slack, no deferral, no bound. */
 	s->tolerance = pv->strict ? 0 : tolerance;
-	wheel_add(&pv->vcpu->wheel, &s->timer, deadline, s->tolerance);
+	vcpu_timer_arm(pv->vcpu, &s->timer, deadline, deferred, s->tolerance);
 }
 
 int pvtimer_stop(struct pvtimer *pv, unsigned slot)
 {
-	return wheel_del(&pv->vcpu->wheel, &pv->slot[slot].timer);
+	return vcpu_timer_stop(pv->vcpu, &pv->slot[slot].timer);
 }
 
 void pvtimer_set_shared(struct pvtimer *pv, struct lull_shared_page *page)
