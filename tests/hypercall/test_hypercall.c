@@ -214,6 +214,69 @@ Test(hypercall, missed_ticks_collapse_and_are_counted)
 		     "the next tick keeps the original phase");
 }
 
+/* A deferrable timer with a bound wakes a halted vCPU at deadline + bound:
+ * the halt sleeps until wheel_next_hard_expiry() (plus the slop). */
+Test(hypercall, bounded_deferrable_wakes_at_its_bound)
+{
+	struct vm_cpu *cpu = &vm.cpus[0];
+	struct hc_args a = { .op = LULL_HC_TIMER_SET, .a0 = 5,
+			     .a1 = NOW + 1000000, .a2 = 70,
+			     .a3 = LULL_TIMER_DEFERRABLE, .a5 = 3000000 };
+	uint64_t wake;
+
+	cr_assert_eq(hypercall(&vm, cpu, &a, NOW), 0);
+	wake = wheel_next_hard_expiry(&cpu->vcpu.wheel);
+	cr_assert(wake >= NOW + 4000000 && wake < NOW + 4000000 + 1024,
+		  "wakes at %lu ns, not at the 4 ms bound", wake - NOW);
+	wheel_advance(&cpu->vcpu.wheel, wake);
+	cr_assert_eq(apic_deliverable(&cpu->vcpu.apic), 70);
+	cr_assert_eq(cpu->vcpu.stats.timers_fired_deferred, 1);
+}
+
+static void late_ticks(unsigned policy, uint64_t *delivered,
+		       uint64_t *merged, uint32_t *owed)
+{
+	struct vm_cpu *cpu = &vm.cpus[1];
+	struct lull_shared_page *page = (void *)(vm.ram + 0x20000);
+	struct hc_args reg = { .op = LULL_HC_SET_SHARED_PAGE, .a0 = 0x20000 };
+	struct hc_args tick = { .op = LULL_HC_TIMER_SET, .a0 = 4,
+				.a1 = NOW + 1000000, .a2 = 61,
+				.a3 = LULL_TIMER_PERIODIC |
+				      LULL_TIMER_DEFERRABLE,
+				.a4 = 1000000 };
+
+	cpu->pv.missed_policy = policy;
+	cr_assert_eq(hypercall(&vm, cpu, &reg, NOW), 0);
+	cr_assert_eq(hypercall(&vm, cpu, &tick, NOW), 0);
+	/* the vCPU runs again 5.5 periods after the first tick was due */
+	wheel_advance(&cpu->vcpu.wheel, NOW + 6500000);
+	*delivered = page->slot[4].delivered;
+	*merged = page->slot[4].merged;
+	*owed = cpu->vcpu.apic.owed[61];
+}
+
+Test(hypercall, missed_ticks_all_owes_each_late_tick)
+{
+	uint64_t delivered, merged;
+	uint32_t owed;
+
+	late_ticks(LULL_MISSED_ALL, &delivered, &merged, &owed);
+	cr_assert_eq(delivered, 6);
+	cr_assert_eq(merged, 0);
+	cr_assert_eq(owed, 6, "one interrupt per tick, each owed");
+}
+
+Test(hypercall, missed_ticks_none_drops_the_late_ones)
+{
+	uint64_t delivered, merged;
+	uint32_t owed;
+
+	late_ticks(LULL_MISSED_NONE, &delivered, &merged, &owed);
+	cr_assert_eq(delivered, 0);
+	cr_assert_eq(merged, 6);
+	cr_assert_eq(owed, 0, "nothing raised for a late tick");
+}
+
 Test(hypercall, ipi_reaches_the_target_queue)
 {
 	struct hc_args a = { .op = LULL_HC_SEND_IPI, .a0 = 2, .a1 = 77 };

@@ -77,21 +77,6 @@ GUEST_CASE(smp_timers_4_deferrable, "smp-timers", "4", "deferrable",
 	   SMP_TIMERS_ARGS)
 GUEST_CASE(smp_timers_4_strict, "smp-timers", "4", "strict", SMP_TIMERS_ARGS)
 
-/* abi prints one PASS/FAIL line per check: none may say FAIL. */
-Test(timers, abi_has_no_fail_lines)
-{
-	struct run r;
-
-	require_guest("abi");
-	run_lull(&r, LIMIT_S, "run", guest("abi"), NULL);
-
-	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
-		     r.status, r.out, r.err);
-	cr_assert_eq(count_lines_with(r.out, "FAIL"), 0, "stdout:\n%s", r.out);
-	cr_assert_gt(count_lines_with(r.out, "PASS"), 0, "stdout:\n%s", r.out);
-	run_free(&r);
-}
-
 static uint64_t vcpu_stat(const char *json, unsigned i, const char *field)
 {
 	char path[64];

@@ -60,11 +60,6 @@ static void probe_init(struct probe *p, struct fixture *f, int id,
 	wheel_timer_init(&p->t, on_expiry, flags);
 }
 
-Test(timers_edges, timer_fits_in_48_bytes)
-{
-	cr_assert_leq(sizeof(struct wheel_timer), 48);
-}
-
 Test(timers_edges, expiry_rounds_up_to_the_tick)
 {
 	struct fixture *f = fixture_new(0, 0);

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pvclock scale a guest is given: for any TSC rate, mul/shift turn one
+ * second of ticks into one second of ns, and deltas scale as a guest
+ * computes them; and the APIC's TSC-deadline conversion back to host time.
+ */
+#include <criterion/criterion.h>
+
+#include "clock.h"
+#include "pvclock.h"
+
+static const uint64_t rates_hz[] = { 1000000ull,    100000000ull,
+				     999999999ull,  1000000000ull,
+				     2094287000ull, 3999999999ull,
+				     10000000000ull };
+
+Test(pvclock, scale_turns_a_second_of_ticks_into_a_second)
+{
+	for (unsigned i = 0; i < sizeof(rates_hz) / sizeof(rates_hz[0]); i++) {
+		uint64_t hz = rates_hz[i], ns;
+		uint32_t mul;
+		int8_t shift;
+
+		pvclock_scale(hz, &mul, &shift);
+		cr_assert_geq(mul, 1u << 31, "%lu Hz: mul 0x%x has no top bit",
+			      hz, mul);
+		ns = pvclock_delta_ns(hz, mul, shift);
+		/* 32 bits of mul: within 1 ns in 2^31, and never over */
+		cr_assert(ns <= 1000000000ull && ns >= 1000000000ull - 2,
+			  "%lu Hz: a second of ticks is %lu ns", hz, ns);
+		cr_assert_eq(pvclock_delta_ns(0, mul, shift), 0);
+	}
+}
+
+Test(pvclock, deltas_are_monotonic_and_linear)
+{
+	uint32_t mul;
+	int8_t shift;
+	uint64_t prev = 0;
+
+	pvclock_scale(2094287000ull, &mul, &shift);
+	for (uint64_t d = 1; d < (1ull << 40); d = d * 3 + 1) {
+		uint64_t ns = pvclock_delta_ns(d, mul, shift);
+
+		cr_assert_geq(ns, prev, "not monotonic at %lu", d);
+		prev = ns;
+	}
+	/* an hour of ticks at 2.094287 GHz */
+	cr_assert(pvclock_delta_ns(2094287000ull * 3600, mul, shift) >=
+			  3600000000000ull - 3600 * 2,
+		  "an hour drifts");
+}
+
+Test(pvclock, tsc_deadline_past_is_now_and_far_is_clamped)
+{
+	struct pvclock_src src = { .tsc_stable = false, .tsc_khz = 1000000 };
+	uint64_t before, t;
+
+	pvclock_scale(1000000000ull, &src.mul, &src.shift);
+	src.ready = true;
+	/* the guest TSC was 0 a second ago, at 1 GHz: now it reads ~1e9 */
+	before = clock_now_ns();
+	src.tsc_zero_ns = before - 1000000000ull;
+	t = pvclock_tsc_to_ns(&src, 1);
+	cr_assert(t >= before && t <= clock_now_ns(), "a past deadline is now");
+	t = pvclock_tsc_to_ns(&src, 3000000000ull);
+	cr_assert(t >= before + 1999000000ull && t <= clock_now_ns() + 2000000000ull,
+		  "two seconds ahead: %ld ns", (long)(t - before));
+	t = pvclock_tsc_to_ns(&src, UINT64_MAX);
+	cr_assert_leq(t, clock_now_ns() + LULL_HORIZON_NS, "clamped");
+}
