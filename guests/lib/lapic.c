@@ -67,26 +67,28 @@ static void wr(unsigned reg, uint32_t v)
  * The timer's rate is the APIC bus clock, which nothing reports
  * reliably, so it is measured against the runtime's clock. Register
  * accesses can be slow (~50 µs where the APIC is emulated by QEMU's
- * TCG), so the clock is read after the write that starts the count and
- * before the read that ends it: the count ran at least that long, the
- * rate comes out high rather than low, and a timer armed with it fires
- * late rather than early.
+ * TCG, ~1 ms for lull's in the nested runner), so the clock is read on
+ * both sides of the write that starts the count and of the read that
+ * ends it: the count ran at least between the inner readings and at most
+ * between the outer ones. *hi, from the inner ones, errs high, and a
+ * timer armed with it fires late rather than early; *lo errs low.
  */
-static uint64_t calibrate(void)
+static void calibrate(uint64_t *lo, uint64_t *hi)
 {
-	uint64_t started, ended;
-	uint32_t left;
+	uint64_t before_start, started, ended, after_end, counted;
 
 	wr(APIC_TIMER_DIV, DIV_BY_1);
 	wr(APIC_LVT_TIMER, LVT_MASKED | SPURIOUS_VECTOR);
+	before_start = clock_ns();
 	wr(APIC_TIMER_INIT, 0xffffffffu);
 	started = clock_ns();
 	clock_wait_until(started + CALIBRATE_NS);
 	ended = clock_ns();
-	left = rd(APIC_TIMER_CUR);
+	counted = 0xffffffffu - rd(APIC_TIMER_CUR);
+	after_end = clock_ns();
 	wr(APIC_TIMER_INIT, 0);
-	return (uint64_t)(0xffffffffu - left) * 1000000000ull /
-	       (ended - started);
+	*hi = counted * 1000000000ull / (ended - started);
+	*lo = counted * 1000000000ull / (after_end - before_start);
 }
 
 /* APIC bus kHz from the hypervisor's leaf base + 0x10, where its max leaf
@@ -103,26 +105,27 @@ static uint64_t hv_bus_hz(void)
 
 /*
  * KVM's in-kernel APIC, QEMU's and lull's count at exactly 1 GHz of the
- * host's clock, and the measurement is off by a few 0.1 % (register
- * accesses are exits, ~50 µs each under TCG: 1.002-1.004 GHz there,
- * 0.998 under kvm_pvm; docs/guests.md). A periodic timer programmed
- * from such a rate drifts by as much against the guest's clock, 2-4 ms
- * a second, and one a few ppm early already runs ahead of its grid. No
- * bare-metal APIC bus is near 1 GHz (crystals and buses are 25-200 MHz),
- * so a measurement within 5 % of it is that clock.
+ * host's clock, and the measurement's bounds are a few 0.1 % apart (TCG:
+ * 1.002-1.004 GHz from above) to 10 % (lull's APIC in the nested runner,
+ * each access an exit to the VMM under emulation). A periodic timer
+ * programmed from such a rate drifts against the guest's clock by as
+ * much, milliseconds a second. So when 1 GHz lies between the bounds
+ * (0.5 % more either way for the clock's own error), it is 1 GHz: no
+ * bare-metal APIC bus is near it (crystals and buses are 25-200 MHz).
+ * Otherwise the bound that errs high.
  */
 static void pick_rate(void)
 {
-	uint64_t hz = hv_bus_hz();
+	uint64_t hz = hv_bus_hz(), lo;
 
 	if (hz) {
 		timer_hz = hz;
 		hz_source = "cpuid-hv-0x10";
 		return;
 	}
-	measured_hz = calibrate();
-	if (measured_hz > NOMINAL_HZ / 100 * 95 &&
-	    measured_hz < NOMINAL_HZ / 100 * 105) {
+	calibrate(&lo, &measured_hz);
+	if (lo / 1005 * 1000 <= NOMINAL_HZ &&
+	    measured_hz / 995 * 1000 >= NOMINAL_HZ) {
 		timer_hz = NOMINAL_HZ;
 		hz_source = "nominal-1ghz";
 	} else {
@@ -229,6 +232,11 @@ void lapic_timer_start(unsigned vector, uint32_t count, bool periodic)
  * Masking also leaves TSC-deadline mode, and a change of timer mode
  * disarms the timer (SDM 10.5.4.1), so this stops all three modes.
  */
+void lapic_timer_set_count(uint32_t count)
+{
+	wr(APIC_TIMER_INIT, count);
+}
+
 void lapic_timer_stop(void)
 {
 	wr(APIC_LVT_TIMER, LVT_MASKED | SPURIOUS_VECTOR);

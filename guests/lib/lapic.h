@@ -12,9 +12,9 @@
  *
  * The timer's rate: the hypervisor's CPUID leaf base + 0x10 (EBX, APIC
  * bus kHz) when it has one; else measured once against the runtime's
- * clock (clock.h) by the first lapic_init(), and a measurement within 5 %
- * of 1 GHz is taken as exactly 1 GHz, the bus clock KVM, QEMU and lull
- * all emulate (see lapic.c). Every delivered LAPIC interrupt needs
+ * clock (clock.h) by the first lapic_init(), and a measurement whose
+ * bounds hold 1 GHz is taken as exactly 1 GHz, the bus clock KVM, QEMU and
+ * lull all emulate (see lapic.c). Every delivered LAPIC interrupt needs
  * lapic_eoi(); the spurious vector (0xff) has a handler that only counts.
  */
 #ifndef GUEST_LAPIC_H
@@ -35,6 +35,9 @@ uint64_t lapic_timer_hz(void);
 const char *lapic_timer_hz_source(void);
 uint64_t lapic_timer_hz_measured(void);
 void lapic_timer_start(unsigned vector, uint32_t count, bool periodic);
+/* Re-arms the started timer with only the initial-count write: the one
+ * register a one-shot tick writes per tick (the rest stay as set). */
+void lapic_timer_set_count(uint32_t count);
 void lapic_timer_stop(void);
 uint32_t lapic_timer_current(void);
 
