@@ -38,11 +38,13 @@ ninja -C "$build" bench/wheel/wheel-ab >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The flags of the release build of timers/ (meson.build: -O3, PIC,
-# timers/meson.build: no SLP vectorizer), the same for both sides.
+# The flags of the release build of timers/ (meson.build: -O3, PIC), plus
+# whatever '-f...' options that revision's timers/meson.build adds.
 so() { # so SRC_DIR OUT
+	# shellcheck disable=SC2046 # one word per flag
 	gcc -O3 -fPIC -shared -std=gnu11 -D_GNU_SOURCE \
-		-fno-tree-slp-vectorize -I"$1/timers" -I"$1/include" "$1/timers/wheel.c" \
+		$(grep -o "'-f[^']*'" "$1/timers/meson.build" | tr -d "'") \
+		-I"$1/timers" -I"$1/include" "$1/timers/wheel.c" \
 		"$1/timers/wheel_advance.c" "$1/timers/wheel_sort.c" -o "$2"
 }
 tree() { # tree REV DIR: timers/ and include/ of REV, or of the working tree

@@ -20,15 +20,31 @@
 
 enum ab_op {
 	AB_ADD,
+	AB_DEL,
 	AB_MOD_SAME,
 	AB_MOD_FAR,
+	AB_CACHED,
 	AB_RECOMPUTE,
 	AB_EXPIRE,
 	AB_NR_OPS
 };
 static const char *const ab_op_name[AB_NR_OPS] = {
-	"add", "mod_same", "mod_far", "next_hard_recompute", "expire",
+	"add",
+	"del",
+	"mod_same",
+	"mod_far",
+	"next_hard_cached",
+	"next_hard_recompute",
+	"expire",
 };
+
+#define CACHED_QUERIES 100000
+/*
+ * A round repeats each phase until it has done about this many operations:
+ * a phase of 100 timers takes less than a microsecond, about what an
+ * interrupt or a clock read costs.
+ */
+#define OPS_PER_ROUND 10000
 
 /* The entry points, looked up in each build. */
 struct build {
@@ -151,6 +167,16 @@ static uint64_t del_earliest(const struct build *b, struct workload *wl,
 	return bench_now_ns() - t0;
 }
 
+/* Delete every timer, in arm order; returns the ns it took. */
+static uint64_t del_all(const struct build *b, struct workload *wl)
+{
+	uint64_t t0 = bench_now_ns();
+
+	for (size_t i = 0; i < wl->n; i++)
+		b->del(wl->w, &wl->wt[i]);
+	return bench_now_ns() - t0;
+}
+
 /* Modify every timer, in arm order, to @to[i]; returns the ns it took. */
 static uint64_t modify(const struct build *b, struct workload *wl,
 		       const uint64_t *to)
@@ -162,26 +188,51 @@ static uint64_t modify(const struct build *b, struct workload *wl,
 	return bench_now_ns() - t0;
 }
 
-/* One round of @b: ns per op for each ab_op. */
-static void measure(const struct build *b, struct workload *wl, double *out)
+/* One pass of @b, @queries cached queries: ns for each ab_op, added to @ns. */
+static void measure_pass(const struct build *b, struct workload *wl,
+			 size_t queries, uint64_t *ns)
 {
 	size_t n = wl->n, ran = 0;
 	uint64_t step = bench_expire_step(n), at, t0, with, without;
 
 	with = del_earliest(b, wl, 1);
 	without = del_earliest(b, wl, 0);
-	out[AB_RECOMPUTE] =
-		with > without ? (double)(with - without) / wl->nr_hard : 0;
+	ns[AB_RECOMPUTE] += with - without; /* may wrap: summed, then read */
+	ns[AB_ADD] += fill(b, wl);
 
-	out[AB_ADD] = (double)fill(b, wl) / n;
-	out[AB_MOD_SAME] = (double)modify(b, wl, wl->same_tick) / n;
-	out[AB_MOD_FAR] = (double)modify(b, wl, wl->far) / n;
+	sink = b->next_hard(wl->w); /* fill the cache */
+	t0 = bench_now_ns();
+	for (size_t i = 0; i < queries; i++)
+		sink = b->next_hard(wl->w);
+	ns[AB_CACHED] += bench_now_ns() - t0;
+
+	ns[AB_MOD_SAME] += modify(b, wl, wl->same_tick);
+	ns[AB_MOD_FAR] += modify(b, wl, wl->far);
+	ns[AB_DEL] += del_all(b, wl);
 
 	fill(b, wl);
 	t0 = bench_now_ns();
 	for (at = START_NS + step; ran < n; at += step)
 		ran += b->advance(wl->w, at);
-	out[AB_EXPIRE] = (double)(bench_now_ns() - t0) / n;
+	ns[AB_EXPIRE] += bench_now_ns() - t0;
+}
+
+/* One round of @b: ns per op for each ab_op. */
+static void measure(const struct build *b, struct workload *wl, double *out)
+{
+	size_t n = wl->n, passes = (OPS_PER_ROUND + n - 1) / n;
+	size_t queries = CACHED_QUERIES / passes;
+	uint64_t ns[AB_NR_OPS] = { 0 };
+
+	for (size_t p = 0; p < passes; p++)
+		measure_pass(b, wl, queries, ns);
+	for (int op = 0; op < AB_NR_OPS; op++)
+		out[op] = (double)ns[op] / (double)(passes * n);
+	out[AB_CACHED] = (double)ns[AB_CACHED] / (double)(passes * queries);
+	out[AB_RECOMPUTE] = (int64_t)ns[AB_RECOMPUTE] > 0 ?
+				    (double)ns[AB_RECOMPUTE] /
+					    (double)(passes * wl->nr_hard) :
+				    0;
 }
 
 static int by_value(const void *a, const void *b)
@@ -245,8 +296,10 @@ static void usage(FILE *f)
 		"usage: wheel-ab [--n LIST] [--rounds R] A.so B.so\n"
 		"\n"
 		"Loads two builds of timers/ (bench/wheel/ab.sh makes them)\n"
-		"and runs wheel-bench's add, mod_same, mod_far,\n"
-		"next_hard_recompute and expire workloads with each,\n"
+		"and runs wheel-bench's add, del, mod_same, mod_far,\n"
+		"next_hard_cached, next_hard_recompute and expire\n"
+		"workloads with each (a phase is repeated until a round\n"
+		"has done ~10^4 operations),\n"
 		"alternated round by round (A B, B A, ...) on the same\n"
 		"timers. Per (n, op) it prints the fastest\n"
 		"and the median ns per op of A and of B, and the median of\n"
