@@ -26,6 +26,7 @@ enum ab_op {
 	AB_CACHED,
 	AB_RECOMPUTE,
 	AB_EXPIRE,
+	AB_EXPIRE_NEAR,
 	AB_NR_OPS
 };
 static const char *const ab_op_name[AB_NR_OPS] = {
@@ -36,6 +37,7 @@ static const char *const ab_op_name[AB_NR_OPS] = {
 	"next_hard_cached",
 	"next_hard_recompute",
 	"expire",
+	"expire_near",
 };
 
 #define CACHED_QUERIES 100000
@@ -45,6 +47,12 @@ static const char *const ab_op_name[AB_NR_OPS] = {
  * interrupt or a clock read costs.
  */
 #define OPS_PER_ROUND 10000
+/*
+ * expire_near: the same timers run by advances 100 us apart, about how
+ * often a running vCPU's thread comes back to the wheel: the near path of
+ * wheel_advance(), most advances running nothing or one timer.
+ */
+#define NEAR_STEP_NS 100000
 
 /* The entry points, looked up in each build. */
 struct build {
@@ -217,7 +225,22 @@ static void measure_pass(const struct build *b, struct workload *wl,
 	ns[AB_EXPIRE] += bench_now_ns() - t0;
 }
 
-/* One round of @b: ns per op for each ab_op. */
+/* Run every timer by advances NEAR_STEP_NS apart; returns ns per advance. */
+static double expire_near(const struct build *b, struct workload *wl)
+{
+	size_t ran = 0, advances = 0;
+	uint64_t at, t0;
+
+	fill(b, wl);
+	t0 = bench_now_ns();
+	for (at = START_NS + NEAR_STEP_NS; ran < wl->n; at += NEAR_STEP_NS) {
+		ran += b->advance(wl->w, at);
+		advances++;
+	}
+	return (double)(bench_now_ns() - t0) / (double)advances;
+}
+
+/* One round of @b: ns per op for each ab_op (per advance for expire_near). */
 static void measure(const struct build *b, struct workload *wl, double *out)
 {
 	size_t n = wl->n, passes = (OPS_PER_ROUND + n - 1) / n;
@@ -233,6 +256,7 @@ static void measure(const struct build *b, struct workload *wl, double *out)
 				    (double)ns[AB_RECOMPUTE] /
 					    (double)(passes * wl->nr_hard) :
 				    0;
+	out[AB_EXPIRE_NEAR] = expire_near(b, wl);
 }
 
 static int by_value(const void *a, const void *b)
@@ -299,7 +323,8 @@ static void usage(FILE *f)
 		"and runs wheel-bench's add, del, mod_same, mod_far,\n"
 		"next_hard_cached, next_hard_recompute and expire\n"
 		"workloads with each (a phase is repeated until a round\n"
-		"has done ~10^4 operations),\n"
+		"has done ~10^4 operations), and expire_near (the timers\n"
+		"run by advances 100 us apart; ns per advance),\n"
 		"alternated round by round (A B, B A, ...) on the same\n"
 		"timers. Per (n, op) it prints the fastest\n"
 		"and the median ns per op of A and of B, and the median of\n"
