@@ -460,9 +460,8 @@ static hot_inline void near_take_key(struct near_buckets *b, unsigned k,
 /*
  * Bucket timer @l of @base's level-1 slot that holds @target: due (key <=
  * @target) by key; otherwise to @base's bucket of its level-0 slot, which
- * it takes when the clock stops at @target. Due or not is a coin toss per
- * timer, so it picks the bucket and the state without a branch. Returns
- * the next timer of the slot.
+ * it takes when the clock stops at @target. Returns the next timer of the
+ * slot.
  */
 static hot_inline struct wheel_link *
 near_split(struct near_buckets *b, unsigned base, struct wheel_link *l,
@@ -476,8 +475,7 @@ near_split(struct near_buckets *b, unsigned base, struct wheel_link *l,
 	uint64_t k = key - origin, due = key <= target;
 
 	k = k < NEAR_KEYS ? k : NEAR_KEYS - 1;
-	k = wheel_pick(due, k,
-		       NEAR_KEYS + base * WHEEL_SLOTS + (key & SLOT_MASK));
+	k = due ? k : NEAR_KEYS + base * WHEEL_SLOTS + (key & SLOT_MASK);
 	wheel_prefetch_ahead(l);
 	next = l->next;
 	t->priv = (t->priv & ~PRIV_STATE_MASK) | (TIMER_IN_SLOT + due);

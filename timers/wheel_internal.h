@@ -159,28 +159,6 @@ static hot_inline void wheel_prefetch_ahead(const struct wheel_link *l)
 }
 
 /*
- * @cond ? @if_set : @if_clear, by a conditional move. Where @cond is a coin
- * toss a branch mispredicts every other time, and GCC 12 turns a plain ?:
- * into one in some inlined copies (wheel-bench expire at N = 1e5: 0.29
- * mispredicted branches per timer in the cascade's "was the new slot
- * empty?", 0.16 in take_near()'s "due or not?"), so on x86-64 the cmov is
- * spelled out.
- */
-static hot_inline uint64_t wheel_pick(uint64_t cond, uint64_t if_set,
-				      uint64_t if_clear)
-{
-#if defined(__x86_64__)
-	__asm__("test %1, %1\n\tcmovz %2, %0"
-		: "+r"(if_set)
-		: "r"(cond), "r"(if_clear)
-		: "cc");
-	return if_set;
-#else
-	return cond ? if_set : if_clear;
-#endif
-}
-
-/*
  * @word with bit @bit set. On x86-64 one bts on registers, where GCC 12
  * writes mov, shl and or, and the shl needs its count in cl: in the
  * cascade's loop that pushed the loop's shift count out of cl, to be
@@ -196,12 +174,23 @@ static hot_inline uint64_t wheel_set_bit(uint64_t word, unsigned bit)
 #endif
 }
 
-/* @link, or @fallback if @link is NULL: wheel_pick() for a list link. */
+/*
+ * @link, or @fallback if @link is NULL, by a conditional move: a plain ?:
+ * compiles to a branch in the cascade, where whether the slot was empty is
+ * a coin toss per timer.
+ */
 static hot_inline struct wheel_link *wheel_link_or(struct wheel_link *link,
 						   struct wheel_link *fallback)
 {
-	return (struct wheel_link *)wheel_pick((uintptr_t)link, (uintptr_t)link,
-					       (uintptr_t)fallback);
+#if defined(__x86_64__)
+	__asm__("test %0, %0\n\tcmovz %1, %0"
+		: "+r"(link)
+		: "r"(fallback)
+		: "cc");
+	return link;
+#else
+	return link ? link : fallback;
+#endif
 }
 
 /* Slot @g has just become empty. */

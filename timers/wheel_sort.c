@@ -61,19 +61,15 @@ struct wheel_link **wheel_chain_merge(struct wheel_link **link,
 }
 
 /*
- * wheel_chain_sort() of exactly two timers, @a then @b: no loop, and the
- * order, a coin toss, picked by conditional moves. Where a key holds about
- * one timer (N = 1e6 in wheel-bench), most chains sorted are pairs.
+ * wheel_chain_sort() of exactly two timers, @a then @b, without the loop:
+ * where a key holds about one timer, most chains sorted are pairs.
  */
 static struct wheel_link *sort_pair(struct wheel_link *a, struct wheel_link *b,
 				    struct wheel_link ***last_link)
 {
-	uint64_t swap =
+	bool swap =
 		wheel_timer_runs_before(wheel_timer_of(b), wheel_timer_of(a));
-	struct wheel_link *first = (struct wheel_link *)wheel_pick(
-		swap, (uintptr_t)b, (uintptr_t)a);
-	struct wheel_link *second = (struct wheel_link *)wheel_pick(
-		swap, (uintptr_t)a, (uintptr_t)b);
+	struct wheel_link *first = swap ? b : a, *second = swap ? a : b;
 
 	first->next = second;
 	second->next = NULL;
