@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Host time: CLOCK_MONOTONIC in ns, the time base of every timer in lull. */
+/* Host time: CLOCK_MONOTONIC in ns, the time base of every timer in lull,
+ * and the saturating sum every deadline computation uses. */
 #ifndef LULL_CLOCK_H
 #define LULL_CLOCK_H
 
