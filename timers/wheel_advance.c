@@ -81,7 +81,7 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 	first->pprev = &l->next;
 	if (base != WHEEL_BASE_TOLERANT)
 		wheel_timer_of(l)->ahead = first->next;
-	*occupied = wheel_set_bit(*occupied, digit);
+	*occupied |= 1ull << digit;
 }
 
 /* place_again() every timer of the list @l, of the same base. */

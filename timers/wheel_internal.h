@@ -159,22 +159,6 @@ static hot_inline void wheel_prefetch_ahead(const struct wheel_link *l)
 }
 
 /*
- * @word with bit @bit set. On x86-64 one bts on registers, where GCC 12
- * writes mov, shl and or, and the shl needs its count in cl: in the
- * cascade's loop that pushed the loop's shift count out of cl, to be
- * reloaded for every timer.
- */
-static hot_inline uint64_t wheel_set_bit(uint64_t word, unsigned bit)
-{
-#if defined(__x86_64__)
-	__asm__("bts %1, %0" : "+r"(word) : "r"((uint64_t)bit) : "cc");
-	return word;
-#else
-	return word | 1ull << (bit % 64);
-#endif
-}
-
-/*
  * @link, or @fallback if @link is NULL, by a conditional move: a plain ?:
  * compiles to a branch in the cascade, where whether the slot was empty is
  * a coin toss per timer.
