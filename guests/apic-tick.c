@@ -26,8 +26,8 @@
  * delivered are missed (on_periodic() tells them from ones still pending).
  * Under lull's --missed-ticks none (from its CPUID leaf) a delivery stands
  * for the newest tick due instead: the older ones were dropped.
- * A tick handled before its deadline is early: FAIL (except a periodic
- * one on a clock that may lag the timer's: clock_may_lag_timer()). So
+ * A tick handled before its deadline is early: FAIL (except on a clock
+ * that may lag the timer's: clock_may_lag_timer()). So
  * is a grid point neither handled nor missed (one may be lost at the end).
  * Lateness percentiles are signed: an early tick is a negative sample.
  *
@@ -85,26 +85,26 @@ static int64_t unflip(uint64_t v)
 }
 
 /*
- * Whether a periodic tick may look early because the clock, not the APIC,
- * is off. A periodic grid is absolute, so the clock must keep a fixed
- * offset to the timer's time base over the whole run; one-shot and
- * deadline ticks are armed from a clock reading a moment before, and
- * only need it over a period. A pvclock record with the TSC-stable flag
- * (lull's or kvmclock: a fixed TSC offset to the host clock the VMM's
- * timers run on) keeps it. Without that flag the record is re-anchored
- * as the host catches the guest's TSC up (host TSCs unsynchronized, as in
- * tests/nested/lull-nested): there kvmclock was measured lagging KVM's
- * periodic timer by up to ~0.75 ms and lull's pvclock leading lull's by
- * up to ~0.4 ms, varying. The runtime's own TSC record (no hypervisor
- * clock: TCG) runs at a measured rate, off by its ppm error. On those
- * clocks early periodic ticks are reported, not failed (docs/guests.md).
+ * Whether a tick may look early because the clock, not the APIC, is off.
+ * A pvclock record with the TSC-stable flag (lull's or kvmclock: a fixed
+ * TSC offset to the host clock the VMM's timers run on) keeps a fixed
+ * offset to the timer's time base. Without it (the host's TSCs
+ * unsynchronized, as in tests/nested/lull-nested) the record is
+ * re-anchored as the host catches the guest's TSC up, and was measured
+ * there wandering against the VMM's timer by up to ±0.5 ms within a run,
+ * kvmclock and lull's pvclock alike, with an occasional reading a
+ * millisecond or two ahead of the next (the runtime keeps clock_ns()
+ * monotonic, so the next ones stall): periodic ticks against their
+ * absolute grid look early all the time, and now and then a one-shot
+ * armed from the high reading does. The runtime's own TSC record (no
+ * hypervisor clock: TCG) runs at a measured rate, off by its ppm error,
+ * which only an absolute grid sees. On those clocks early ticks are
+ * reported, not failed (docs/guests.md).
  */
 static bool clock_may_lag_timer(void)
 {
-	if (mode != PERIODIC)
-		return false;
 	if (clock_source() == CLOCK_TSC)
-		return true;
+		return mode == PERIODIC;
 	return !(shared_page()->clock.flags & LULL_PVCLOCK_TSC_STABLE);
 }
 
@@ -312,7 +312,7 @@ int guest_main(void)
 		printf("apic-tick: %s%lu tick(s) before their deadline, the first %lu ms in, by up to %lu ns%s\n",
 		       excused ? "" : "FAIL ", early,
 		       (first_early_at - t0) / 1000000, worst_early,
-		       excused ? " (periodic, on a clock that may lag the timer's: not failed)" :
+		       excused ? " (on a clock that may lag the timer's: not failed)" :
 				 "");
 		if (!excused)
 			return 1;
