@@ -320,8 +320,7 @@ coarse_slot_min_at(struct wheel *w, unsigned base, unsigned level, size_t g)
 	}
 	if (n <= SCAN_MAX)
 		return ceil_tick(w, best);
-	wheel_slot_sort(head, w->tick_shift, level * WHEEL_LVL_BITS, n,
-			base != WHEEL_BASE_TOLERANT);
+	wheel_slot_sort(head, w->tick_shift, level * WHEEL_LVL_BITS, n);
 	w->sorted[base] = g;
 	if (l) /* not all counted: the sorted slot's first timer is the min */
 		best = wheel_timer_of(*head)->expires;

@@ -83,10 +83,9 @@ struct wheel_timer {
 	 * Field order is about cache lines: in an array of 48-byte timers
 	 * (16-byte aligned), 16 bytes at a 16-byte offset never straddle two
 	 * lines and 32 bytes straddle for one timer in four. Walking a slot
-	 * reads ->expires and ->link.next: the first 16 bytes, always one line
-	 * (and ->ahead, only to prefetch: off the walk's chain of misses).
+	 * reads ->expires and ->link.next: the first 16 bytes, always one line.
 	 * Modifying and deleting touch only the first 32 bytes; arming also
-	 * writes ->ahead.
+	 * writes ->wake or ->ahead.
 	 */
 	uint64_t expires; /* absolute ns, as passed */
 	struct wheel_link link;
@@ -101,8 +100,8 @@ struct wheel_timer {
 		uint64_t wake;
 		/*
 		 * Other bases: the node two ahead in the slot list when this
-		 * one was linked, so that walks can prefetch it. Only ever
-		 * prefetched, never followed: it goes stale when nodes move.
+		 * one was linked, which cascades and the sort of a coarse slot
+		 * prefetch. Never followed: it goes stale when nodes move.
 		 */
 		struct wheel_link *ahead;
 	};

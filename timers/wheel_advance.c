@@ -150,8 +150,8 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
  * misses overlap (wheel-bench expire at N = 1e5: 92 -> 68 ns per timer,
  * fastest of 8 runs each, alternated).
  */
-static hot_inline void cascade_two(struct wheel *w, unsigned base_a,
-				   unsigned base_b, unsigned level)
+static void cascade_two(struct wheel *w, unsigned base_a, unsigned base_b,
+			unsigned level)
 {
 	uint64_t clk = w->clk, tick_mask = w->tick_mask;
 	uint64_t occupied_a = 0, occupied_b = 0;
@@ -184,19 +184,6 @@ static hot_inline void cascade_two(struct wheel *w, unsigned base_a,
 		   tick_mask, tick_shift, &spare);
 	mark_below(w, base_a, level, occupied_a);
 	mark_below(w, base_b, level, occupied_b);
-}
-
-/*
- * The usual pair, hard and deferred, gets a copy of its own with the bases
- * known, so placing a timer does not ask whether its base keeps hints.
- */
-static void cascade_pair(struct wheel *w, unsigned base_a, unsigned base_b,
-			 unsigned level)
-{
-	if (base_a == WHEEL_BASE_HARD && base_b == WHEEL_BASE_DEFERRED)
-		cascade_two(w, WHEEL_BASE_HARD, WHEEL_BASE_DEFERRED, level);
-	else
-		cascade_two(w, base_a, base_b, level);
 }
 
 static hot_inline void mark_timer_due(struct wheel_timer *t)
@@ -234,7 +221,6 @@ static struct wheel_link *order_slot(struct wheel_link *l, unsigned level,
 			((t->expires + tick_mask) >> digit_shift) & SLOT_MASK;
 		uint64_t bit = 1ull << d;
 
-		wheel_prefetch_ahead(l);
 		next = l->next;
 		mark_timer_due(t);
 		if (used & bit) {
@@ -426,7 +412,6 @@ static hot_inline void near_take_all(struct near_buckets *b,
 		uint64_t k = key - origin;
 
 		k = k < NEAR_KEYS ? k : NEAR_KEYS - 1;
-		wheel_prefetch_ahead(l);
 		next = l->next;
 		mark_timer_due(t);
 		near_append(b, k, l);
@@ -449,7 +434,6 @@ static hot_inline void near_take_key(struct near_buckets *b, unsigned k,
 	mark_timer_due(wheel_timer_of(l));
 	while (last->next) {
 		last = last->next;
-		wheel_prefetch_ahead(last);
 		mark_timer_due(wheel_timer_of(last));
 	}
 	near_append(b, k, l);
@@ -476,7 +460,6 @@ near_split(struct near_buckets *b, unsigned base, struct wheel_link *l,
 
 	k = k < NEAR_KEYS ? k : NEAR_KEYS - 1;
 	k = due ? k : NEAR_KEYS + base * WHEEL_SLOTS + (key & SLOT_MASK);
-	wheel_prefetch_ahead(l);
 	next = l->next;
 	t->priv = (t->priv & ~PRIV_STATE_MASK) | (TIMER_IN_SLOT + due);
 	near_append(b, k, l);
@@ -715,7 +698,7 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 				if (event[i] == first)
 					bases[nr++] = i;
 			if (nr >= 2)
-				cascade_pair(w, bases[0], bases[1], lvl);
+				cascade_two(w, bases[0], bases[1], lvl);
 			else
 				cascade(w, bases[0], lvl);
 			if (nr == 3)

@@ -145,13 +145,11 @@ static hot_inline void wheel_slot_link(struct wheel *w, unsigned base, size_t g,
 }
 
 /*
- * Start loading the timer two ahead of @l in its list, so that a walk of
- * timers that left the cache has two misses in flight instead of one. The
- * hint is set when a timer is linked at a slot's head, from the old first
- * timer, which is usually the one linked there last and still in cache; it
- * goes stale when a sort reorders the list or a timer moves, and in the
- * tolerant base it is a wake time. A prefetch never faults, so a wrong
- * hint costs a useless load, nothing more.
+ * Start loading the timer two ahead of @l in its list (->ahead), so that a
+ * cascade and the query's count and sort of a coarse slot have two misses
+ * in flight instead of one: that pays once the timers outgrow the L1. A
+ * stale hint, or a wake in the tolerant base, costs one useless load: a
+ * prefetch never faults.
  */
 static hot_inline void wheel_prefetch_ahead(const struct wheel_link *l)
 {
@@ -213,11 +211,10 @@ struct wheel_link **wheel_chain_merge(struct wheel_link **link,
  * their keys differ only in their low @bits bits (the 6L of a level-L
  * slot, L >= 1). Past SLOT_SORT_ONE_PASS_MAX timers the sort counts for
  * itself, so @n may then be any number above it: a caller can stop
- * counting there. @hints: the timers' ->ahead is free for prefetch hints
- * (false in the tolerant base, where that field is the wake).
+ * counting there.
  */
 #define SLOT_SORT_ONE_PASS_MAX 2048
 void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
-		     unsigned bits, size_t n, bool hints);
+		     unsigned bits, size_t n);
 
 #endif /* LULL_TIMERS_WHEEL_INTERNAL_H */

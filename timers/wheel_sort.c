@@ -13,9 +13,7 @@
  * O(1). The sort buckets the slot by its top key bits, ~4 timers a bucket,
  * inserting each timer in order into its bucket; a slot of more than 2048
  * timers is first split 64 ways by its top key bits, and each part sorted
- * so (split again if it is still that long). The split leaves each part
- * with fresh prefetch hints (->ahead), so that the part's own walk, from
- * the L2 or further, keeps two misses in flight.
+ * so (split again if it is still that long).
  */
 #include <assert.h>
 
@@ -169,8 +167,7 @@ static struct wheel_link **bucket_insert_pass(struct wheel_link **head,
 }
 
 static struct wheel_link **split_pass(struct wheel_link **head,
-				      unsigned tick_shift, unsigned bits,
-				      bool hints);
+				      unsigned tick_shift, unsigned bits);
 
 /*
  * bucket_insert_pass(), or for a longer list with enough key bits, a split
@@ -178,10 +175,10 @@ static struct wheel_link **split_pass(struct wheel_link **head,
  */
 static struct wheel_link **sort_part(struct wheel_link **head,
 				     unsigned tick_shift, unsigned bits,
-				     size_t n, bool hints)
+				     size_t n)
 {
 	if (n > INSERT_MAX && bits > WHEEL_LVL_BITS)
-		return split_pass(head, tick_shift, bits, hints);
+		return split_pass(head, tick_shift, bits);
 	return bucket_insert_pass(head, tick_shift, bits, n);
 }
 
@@ -192,19 +189,10 @@ static struct wheel_link **sort_part(struct wheel_link **head,
  * ->next.
  */
 static struct wheel_link **split_pass(struct wheel_link **head,
-				      unsigned tick_shift, unsigned bits,
-				      bool hints)
+				      unsigned tick_shift, unsigned bits)
 {
 	struct wheel_link *first[WHEEL_SLOTS], **tail[WHEEL_SLOTS];
 	struct wheel_link *node, *next, **link = head;
-	/*
-	 * Per part, the timer two behind the one being appended, whose
-	 * ->ahead gets it: the parts are walked next, and their old hints
-	 * point across parts. Where there is no such timer, or the base
-	 * keeps wakes in that field, the store goes to @spare.
-	 */
-	struct wheel_timer spare;
-	struct wheel_link *behind[WHEEL_SLOTS];
 	unsigned shift = bits - WHEEL_LVL_BITS;
 	size_t count[WHEEL_SLOTS];
 	uint64_t used = 0; /* parts with a timer: only those are set up */
@@ -214,22 +202,16 @@ static struct wheel_link **split_pass(struct wheel_link **head,
 			wheel_key_of(wheel_timer_of(node)->expires, tick_shift);
 		unsigned d = (key >> shift) & SLOT_MASK;
 
-		wheel_prefetch_ahead(node);
 		next = node->next;
 		if (used & (1ull << d)) {
 			*tail[d] = node;
 			node->pprev = tail[d];
 			count[d]++;
-			wheel_timer_of(behind[d])->ahead = node;
-			/* The last timer: ->next is a link's first field. */
-			behind[d] = hints ? (struct wheel_link *)tail[d] :
-					    &spare.link;
 		} else {
 			used |= 1ull << d;
 			first[d] = node;
 			node->pprev = &first[d];
 			count[d] = 1;
-			behind[d] = &spare.link;
 		}
 		tail[d] = &node->next;
 	}
@@ -240,8 +222,7 @@ static struct wheel_link **split_pass(struct wheel_link **head,
 		*link = first[i];
 		first[i]->pprev = link;
 		if (count[i] > 1 && shift)
-			link = sort_part(link, tick_shift, shift, count[i],
-					 hints);
+			link = sort_part(link, tick_shift, shift, count[i]);
 		else
 			link = tail[i];
 	}
@@ -250,8 +231,8 @@ static struct wheel_link **split_pass(struct wheel_link **head,
 }
 
 void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
-		     unsigned bits, size_t n, bool hints)
+		     unsigned bits, size_t n)
 {
 	/* Past INSERT_MAX, n is a lower bound: the split counts each part. */
-	sort_part(head, tick_shift, bits, n, hints);
+	sort_part(head, tick_shift, bits, n);
 }

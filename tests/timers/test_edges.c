@@ -617,10 +617,9 @@ Test(timers_edges, huge_coarse_slot_part_split_again)
 }
 
 /*
- * The any-kind query sorts a big coarse slot of the tolerant base too.
- * There the field that carries the other bases' prefetch hints holds each
- * timer's wake, which the sort must leave alone: every hard answer after
- * it must still be the earliest expiry + slack. Deleting the timer that
+ * The any-kind query sorts a big coarse slot of the tolerant base too,
+ * which must leave each timer's wake alone: every hard answer after it
+ * must still be the earliest expiry + slack. Deleting the timer that
  * gave the answer, again and again, reads many wakes.
  */
 Test(timers_edges, big_tolerant_slot_sort_keeps_wakes)
