@@ -394,11 +394,7 @@ static __attribute__((noinline)) uint64_t next_hard_recompute(struct wheel *w)
 	return next;
 }
 
-/*
- * Cache-line aligned: the cached path is a handful of instructions, and
- * where it straddled a 64-byte boundary it measured ~0.5 ns slower.
- */
-__attribute__((aligned(64))) uint64_t wheel_next_hard_expiry(struct wheel *w)
+uint64_t wheel_next_hard_expiry(struct wheel *w)
 {
 	uint64_t next = likely(w->next_hard_valid) ? w->next_hard :
 						     next_hard_recompute(w);
