@@ -137,6 +137,29 @@ void vcpu_post_sipi(struct vcpu *v, uint8_t vector)
 	vcpu_kick(v);
 }
 
+bool vcpu_send_ipi(struct vcpu *from, struct vcpu *to,
+		   const struct apic_ipi *ipi)
+{
+	if (ipi->shorthand == APIC_SH_OTHERS && to == from)
+		return true;
+	if (ipi->shorthand == APIC_SH_NONE && !apic_accepts(&to->apic, ipi))
+		return true;
+	switch (ipi->mode) {
+	case APIC_DM_FIXED:
+	case APIC_DM_LOWEST:
+		vcpu_post_vector(to, ipi->vector);
+		return true;
+	case APIC_DM_INIT:
+		vcpu_post_init(to);
+		return true;
+	case APIC_DM_SIPI:
+		vcpu_post_sipi(to, ipi->vector);
+		return true;
+	default:
+		return false;
+	}
+}
+
 uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
 			  bool accumulate, bool deferred, uint64_t expiry)
 {

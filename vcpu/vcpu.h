@@ -136,6 +136,15 @@ void vcpu_post_vector(struct vcpu *v, uint8_t vector);
  * at vector << 12 (a SIPI to a vCPU not waiting is ignored). */
 void vcpu_post_init(struct vcpu *v);
 void vcpu_post_sipi(struct vcpu *v, uint8_t vector);
+/*
+ * Delivers an IPI from `from`'s APIC to `to`, if `to` is one of its
+ * destinations: fixed (and lowest priority, which lull gives to every
+ * destination named, as fixed) vectors join its IRR; INIT and SIPI start
+ * APs. False for a delivery mode lull does not model (NMI, SMI, ExtINT):
+ * nothing is delivered. Any thread.
+ */
+bool vcpu_send_ipi(struct vcpu *from, struct vcpu *to,
+		   const struct apic_ipi *ipi);
 
 /*
  * The vCPU's timers, on its own thread: a device keeps its wheel_timer

@@ -123,45 +123,23 @@ static bool msr(struct vcpu *v, uint32_t index, bool write, uint64_t *data)
 	return false;
 }
 
-/*
- * Routes an IPI to every vCPU its destination names. Fixed (and lowest
- * priority, which lull delivers to every destination it names, as a
- * fixed IPI) vectors join the target's IRR; INIT and SIPI start APs. The
- * rest (NMI, SMI, ExtINT) lull does not model: counted, logged once.
- */
+/* Routes an IPI to every vCPU its destination names (vcpu_send_ipi). What
+ * lull does not model is counted and logged once. */
 static void ipi(struct vcpu *v, const struct apic_ipi *ipi)
 {
 	struct vm *vm = vcpu_vm(v);
 
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
-		struct vcpu *t = &vm->cpus[i].vcpu;
-
-		if (ipi->shorthand == APIC_SH_OTHERS && t == v)
+		if (vcpu_send_ipi(v, &vm->cpus[i].vcpu, ipi))
 			continue;
-		if (ipi->shorthand == APIC_SH_NONE &&
-		    !apic_accepts(&t->apic, ipi))
-			continue;
-		switch (ipi->mode) {
-		case APIC_DM_FIXED:
-		case APIC_DM_LOWEST:
-			vcpu_post_vector(t, ipi->vector);
-			break;
-		case APIC_DM_INIT:
-			vcpu_post_init(t);
-			break;
-		case APIC_DM_SIPI:
-			vcpu_post_sipi(t, ipi->vector);
-			break;
-		default:
-			atomic_fetch_add_explicit(&vm->unclaimed.ipi, 1,
-						  memory_order_relaxed);
-			if (first_sighting(&vm->unclaimed,
-					   MSR_KEY | 1ull << 62 | ipi->mode))
-				fprintf(stderr,
-					"lull: vcpu %u: IPI delivery mode %u is not supported: dropped; further ones are only counted\n",
-					v->index, ipi->mode);
-			return;
-		}
+		atomic_fetch_add_explicit(&vm->unclaimed.ipi, 1,
+					  memory_order_relaxed);
+		if (first_sighting(&vm->unclaimed,
+				   MSR_KEY | 1ull << 62 | ipi->mode))
+			fprintf(stderr,
+				"lull: vcpu %u: IPI delivery mode %u is not supported: dropped; further ones are only counted\n",
+				v->index, ipi->mode);
+		return;
 	}
 }
 

@@ -196,29 +196,9 @@ static void route(struct vcpu *from, const struct apic_ipi *ipi)
 	if (!ipi->x2apic && !ipi->shorthand)
 		check(ipi->dest <= 0xff);
 
-	for (unsigned i = 0; i < nr_cpus; i++) {
-		struct vcpu *t = &cpus[i];
-
-		if (ipi->shorthand == APIC_SH_OTHERS && t == from)
-			continue;
-		if (ipi->shorthand == APIC_SH_NONE &&
-		    !apic_accepts(&t->apic, ipi))
-			continue;
-		switch (ipi->mode) {
-		case APIC_DM_FIXED:
-		case APIC_DM_LOWEST:
-			vcpu_post_vector(t, ipi->vector);
-			break;
-		case APIC_DM_INIT:
-			vcpu_post_init(t);
-			break;
-		case APIC_DM_SIPI:
-			vcpu_post_sipi(t, ipi->vector);
-			break;
-		default:
+	for (unsigned i = 0; i < nr_cpus; i++)
+		if (!vcpu_send_ipi(from, &cpus[i], ipi))
 			return; /* NMI, SMI, ExtINT: lull drops them */
-		}
-	}
 }
 
 static uint64_t tsc_line(uint64_t tsc)
