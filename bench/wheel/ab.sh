@@ -39,10 +39,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The flags of the release build of timers/ (meson.build: -O3, PIC), plus
-# whatever '-f...' options that revision's timers/meson.build adds.
+# whatever '-f...' options that revision's timers/meson.build adds. Every
+# function starts a cache line on both sides: otherwise a change to one
+# function moves the others, and a few-ns operation whose code did not
+# change reads up to ~15% off from where it now sits.
 so() { # so SRC_DIR OUT
 	# shellcheck disable=SC2046 # one word per flag
-	gcc -O3 -fPIC -shared -std=gnu11 -D_GNU_SOURCE \
+	gcc -O3 -fPIC -shared -std=gnu11 -D_GNU_SOURCE -falign-functions=64 \
 		$(grep -o "'-f[^']*'" "$1/timers/meson.build" | tr -d "'") \
 		-I"$1/timers" -I"$1/include" "$1/timers/wheel.c" \
 		"$1/timers/wheel_advance.c" "$1/timers/wheel_sort.c" -o "$2"
