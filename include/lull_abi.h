@@ -142,6 +142,16 @@ struct lull_shared_page {
 #define LULL_CMDLINE_GPA 0x2000
 #define LULL_CMDLINE_MAX 4096 /* including the NUL */
 #define LULL_BOOT_AREA_END 0x3000 /* [0x1000, 0x3000) is the VMM's; ELF segments may not touch it */
+/*
+ * ACPI (docs/abi.md): with lull's local APIC, an RSDP (revision 2) at
+ * LULL_ACPI_RSDP_GPA, which hvm_start_info.rsdp_paddr names, leads through
+ * an XSDT to a MADT with one Processor Local APIC entry per vCPU. All of
+ * them lie in [LULL_ACPI_RSDP_GPA, LULL_ACPI_AREA_END), inside the range
+ * the memory map reports reserved; ELF segments may not touch it either.
+ * Without the APIC there are no tables and rsdp_paddr is 0.
+ */
+#define LULL_ACPI_RSDP_GPA 0xE0000
+#define LULL_ACPI_AREA_END 0xF0000
 
 struct lull_hvm_start_info {
 	uint32_t magic;
