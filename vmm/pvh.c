@@ -5,7 +5,8 @@
  * The loader checks the untrusted file in three passes and writes guest RAM
  * only after all of them have passed:
  *   1. the ELF header: identity, machine, type, program header table bounds;
- *   2. every program header: file range, guest range, boot area, overlaps;
+ *   2. every program header: file range, guest range, boot and ACPI areas,
+ *      overlaps;
  *   3. the notes of every PT_NOTE segment: the PVH entry, which must point
  *      into the file-backed bytes of an executable PT_LOAD segment.
  * ELF32 and ELF64 headers are widened into one struct as they are read, so
@@ -54,6 +55,9 @@ _Static_assert(PVH_MEMMAP_GPA + PVH_MEMMAP_MAX *
 	       "start_info and memory map must end before the command line");
 _Static_assert(LULL_CMDLINE_GPA + LULL_CMDLINE_MAX <= LULL_BOOT_AREA_END,
 	       "the command line must fit in the boot area");
+_Static_assert(LULL_ACPI_RSDP_GPA >= PVH_LOW_RAM_END &&
+		       LULL_ACPI_AREA_END <= PVH_HIGH_RAM_START,
+	       "the ACPI area must lie in the range the memory map reserves");
 
 /* "16 MiB" when exact, else the byte count: for RAM sizes in messages. */
 static const char *size_str(char buf[32], uint64_t n)
@@ -309,7 +313,10 @@ static bool ranges_overlap(uint64_t a, uint64_t a_end, uint64_t b,
 	return a < b_end && b < a_end;
 }
 
-/* A PT_LOAD segment: fits the file, fits guest RAM, keeps off the boot area. */
+/*
+ * A PT_LOAD segment: fits the file, fits guest RAM, keeps off the boot area
+ * and the ACPI area (lull writes both after loading the image).
+ */
 static int check_load_segment(struct loader *l, unsigned int i,
 			      const struct segment *s)
 {
@@ -344,6 +351,13 @@ static int check_load_segment(struct loader *l, unsigned int i,
 			"segment %u [0x%llx, 0x%llx) overlaps the boot area [0x%x, 0x%x) where lull puts start_info and the command line",
 			i, (ull)s->paddr, (ull)end, LULL_START_INFO_GPA,
 			LULL_BOOT_AREA_END);
+	if (s->memsz && ranges_overlap(s->paddr, end, LULL_ACPI_RSDP_GPA,
+				       LULL_ACPI_AREA_END))
+		return loader_fail(
+			l, ERANGE,
+			"segment %u [0x%llx, 0x%llx) overlaps the ACPI area [0x%x, 0x%x) where lull puts its ACPI tables",
+			i, (ull)s->paddr, (ull)end, LULL_ACPI_RSDP_GPA,
+			LULL_ACPI_AREA_END);
 	return 0;
 }
 
@@ -594,9 +608,11 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
  * The memory map, e820 style. Below 1 MiB it is the PC layout QEMU's microvm
  * reports too: conventional RAM up to 0xA0000, then the legacy VGA/BIOS hole
  * as reserved, so a guest that works here works there. lull backs the hole
- * with RAM anyway (guest RAM is one flat mapping); reporting it reserved only
- * keeps guests off it. For RAM between 640 KiB and 1 MiB the reserved entry
- * stops at ram_size, so no entry describes memory that does not exist.
+ * with RAM anyway (guest RAM is one flat mapping); reporting it reserved
+ * keeps guests off it, and so off the ACPI tables lull puts there (acpi.h),
+ * which an OS reads long after boot. For RAM between 640 KiB and 1 MiB the
+ * reserved entry stops at ram_size, so no entry describes memory that does
+ * not exist.
  * The boot area is reported as RAM: once the guest has read start_info and
  * the command line, that memory is the guest's.
  */
@@ -631,12 +647,13 @@ static unsigned int build_memmap(uint64_t ram_size,
 }
 
 int64_t pvh_write_start_info(void *ram, uint64_t ram_size, const char *cmdline,
-			     char *err, size_t err_len)
+			     uint64_t rsdp_paddr, char *err, size_t err_len)
 {
 	struct lull_hvm_memmap_entry map[PVH_MEMMAP_MAX];
 	struct lull_hvm_start_info si = {
 		.magic = LULL_HVM_START_MAGIC,
 		.version = 1,
+		.rsdp_paddr = rsdp_paddr,
 		.memmap_paddr = PVH_MEMMAP_GPA,
 	};
 	uint8_t *mem = ram;

@@ -11,7 +11,8 @@
  * guest RAM, so a rejected image leaves RAM untouched.
  *
  * Guest RAM is the flat range [0, ram_size) mapped at `ram`; the boot area
- * [LULL_START_INFO_GPA, LULL_BOOT_AREA_END) belongs to the VMM (lull_abi.h).
+ * [LULL_START_INFO_GPA, LULL_BOOT_AREA_END) and the ACPI area
+ * [LULL_ACPI_RSDP_GPA, LULL_ACPI_AREA_END) belong to the VMM (lull_abi.h).
  */
 #ifndef LULL_PVH_H
 #define LULL_PVH_H
@@ -36,7 +37,7 @@ struct pvh_image {
  * zero-filled: the bss part of a segment (p_memsz beyond p_filesz) is not
  * written, so untouched guest pages stay unbacked.
  * Errors: -ENOEXEC (not a loadable PVH ELF), -ERANGE (does not fit this VM's
- * RAM or touches the boot area).
+ * RAM or touches the boot area or the ACPI area).
  */
 int pvh_load_elf(const void *file, size_t file_size, void *ram,
 		 uint64_t ram_size, struct pvh_image *img, char *err,
@@ -45,12 +46,14 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
 /*
  * Writes hvm_start_info (version 1) at LULL_START_INFO_GPA, the memory map
  * right after it and the NUL-terminated cmdline at LULL_CMDLINE_GPA
- * (cmdline NULL or "" => cmdline_paddr 0). Returns the start_info GPA, the
- * value for ebx. Errors: -E2BIG (cmdline of LULL_CMDLINE_MAX bytes or more),
- * -ERANGE (RAM smaller than the boot area).
+ * (cmdline NULL or "" => cmdline_paddr 0). rsdp_paddr goes into the record
+ * as it is: the ACPI RSDP's address (acpi.h), or 0 for no ACPI tables.
+ * Returns the start_info GPA, the value for ebx. Errors: -E2BIG (cmdline
+ * of LULL_CMDLINE_MAX bytes or more), -ERANGE (RAM smaller than the boot
+ * area).
  */
 int64_t pvh_write_start_info(void *ram, uint64_t ram_size, const char *cmdline,
-			     char *err, size_t err_len);
+			     uint64_t rsdp_paddr, char *err, size_t err_len);
 
 /*
  * Reads a whole regular file (the guest ELF) into a malloc'd buffer the

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "acpi.h"
 #include "boot.h"
 #include "clock.h"
 #include "io.h"
@@ -91,14 +92,12 @@ static int register_ram(struct vm *vm)
 	return 0;
 }
 
-static int load_guest(struct vm *vm, uint32_t *entry, uint32_t *start_info,
-		      bool *all_vcpus_enter)
+static int load_guest(struct vm *vm, uint32_t *entry, bool *all_vcpus_enter)
 {
 	char err[200] = "";
 	struct pvh_image img;
 	void *file;
 	size_t size;
-	int64_t si;
 	int r;
 
 	r = pvh_read_file(vm->cfg.guest_path, &file, &size, err, sizeof(err));
@@ -109,19 +108,45 @@ static int load_guest(struct vm *vm, uint32_t *entry, uint32_t *start_info,
 	free(file);
 	if (r < 0)
 		goto fail;
-	si = pvh_write_start_info(vm->ram, vm->ram_size, vm->cfg.cmdline, err,
-				  sizeof(err));
-	if (si < 0) {
-		r = (int)si;
-		goto fail;
-	}
 	*entry = img.entry;
-	*start_info = (uint32_t)si;
 	*all_vcpus_enter = img.all_vcpus_enter;
 	return 0;
 fail:
 	vm_err(vm, "%s: %s", vm->cfg.guest_path, err);
 	return r;
+}
+
+_Static_assert(APIC_DEFAULT_BASE == 0xfee00000u,
+	       "acpi.c's MADT names the xAPIC page at 0xfee00000");
+
+/*
+ * What the guest reads at its entry: hvm_start_info and, where the VM has
+ * lull's local APIC, the ACPI tables that tell an unmodified OS about it
+ * (Linux finds its CPUs and their APICs only in a MADT). Written once KVM
+ * has said whether there is an APIC (route_msrs). The CLI has already
+ * refused what could fail here (a command line too long, RAM below 1 MiB).
+ */
+static int write_boot_info(struct vm *vm, uint32_t *start_info)
+{
+	char err[200] = "";
+	int64_t rsdp = 0, si;
+
+	if (vm->has_apic) {
+		rsdp = acpi_write_tables(vm->ram, vm->ram_size,
+					 vm->cfg.nr_vcpus, err, sizeof(err));
+		if (rsdp < 0) {
+			vm_err(vm, "%s", err);
+			return (int)rsdp;
+		}
+	}
+	si = pvh_write_start_info(vm->ram, vm->ram_size, vm->cfg.cmdline,
+				  (uint64_t)rsdp, err, sizeof(err));
+	if (si < 0) {
+		vm_err(vm, "%s", err);
+		return (int)si;
+	}
+	*start_info = (uint32_t)si;
+	return 0;
 }
 
 /*
@@ -279,10 +304,11 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	 * memory KVM is told about afterwards: a wrong path or a broken image
 	 * is reported as such (65) on any host, with or without KVM. The
 	 * console, which truncates its file, is opened only after.
+	 * start_info and the ACPI tables wait for KVM's answer on the APIC.
 	 */
 	if (map_ram(vm) < 0)
 		return -LULL_EXIT_HOST;
-	if (load_guest(vm, &entry, &start_info, &all_vcpus_enter) < 0)
+	if (load_guest(vm, &entry, &all_vcpus_enter) < 0)
 		return -LULL_EXIT_BAD_GUEST;
 	r = console_open(&vm->console, cfg->console_path, cfg->console_limit,
 			 err, sizeof(err));
@@ -309,6 +335,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	}
 	if (register_ram(vm) < 0 || route_msrs(vm) < 0)
 		return -LULL_EXIT_HOST;
+	if (write_boot_info(vm, &start_info) < 0)
+		return -LULL_EXIT_USAGE;
 	if (create_vcpus(vm, entry, start_info, all_vcpus_enter) < 0)
 		return -LULL_EXIT_HOST;
 	return 0;

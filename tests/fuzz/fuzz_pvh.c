@@ -155,12 +155,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(img.load_start < img.load_end && img.load_end <= RAM_SIZE);
 	check(img.entry >= img.load_start && img.entry < img.load_end);
 	check(only_touched(img.load_start, img.load_end, false));
-	/* No segment may touch the boot area: it is still all zero. */
+	/* No segment may touch the boot or ACPI area: still all zero. */
 	check(all_zero(ram + LULL_START_INFO_GPA,
 		       LULL_BOOT_AREA_END - LULL_START_INFO_GPA));
+	check(all_zero(ram + LULL_ACPI_RSDP_GPA,
+		       LULL_ACPI_AREA_END - LULL_ACPI_RSDP_GPA));
 
 	cmdline = pick_cmdline(data, size);
-	si = pvh_write_start_info(ram, RAM_SIZE, cmdline, err, sizeof(err));
+	si = pvh_write_start_info(ram, RAM_SIZE, cmdline, 0, err, sizeof(err));
 	if (cmdline && strlen(cmdline) >= LULL_CMDLINE_MAX) {
 		check(si == -E2BIG);
 	} else {

@@ -425,6 +425,49 @@ Test(loader, overlaps_boot_area)
 	}
 }
 
+Test(loader, overlaps_acpi_area)
+{
+	static const struct {
+		uint64_t paddr, memsz;
+	} bad[] = {
+		{ LULL_ACPI_RSDP_GPA, 16 }, /* the RSDP */
+		{ LULL_ACPI_RSDP_GPA - 8, 16 }, /* grows into it from below */
+		{ LULL_ACPI_AREA_END - 1, 16 }, /* its last byte */
+		{ 0x80000, 0x80000 }, /* covers all of it */
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct telf d = telf_good(i & 1);
+
+		d.seg[1].paddr = bad[i].paddr;
+		d.seg[1].filesz = 8;
+		d.seg[1].memsz = bad[i].memsz;
+		expect_reject_desc(&d, ERANGE, "ACPI area");
+	}
+}
+
+/* The rest of the reserved hole below 1 MiB is the guest's to load into. */
+Test(loader, segments_adjacent_to_acpi_area)
+{
+	struct telf d = telf_good(true);
+	struct pvh_image img;
+	struct tbuf b;
+
+	d.seg[1].paddr = 0xA0000;
+	d.seg[1].filesz = 8;
+	d.seg[1].memsz = LULL_ACPI_RSDP_GPA - 0xA0000;
+	d.seg[3] = (struct tseg){ .type = PT_LOAD,
+				  .flags = PF_R,
+				  .paddr = LULL_ACPI_AREA_END,
+				  .filesz = 16,
+				  .memsz = 0x100000 - LULL_ACPI_AREA_END,
+				  .align = 8 };
+	d.nsegs = 4;
+	b = telf_build(&d);
+	expect_accept(&b, &img);
+	cr_expect_eq(img.load_start, 0xA0000);
+}
+
 Test(loader, overlapping_segments)
 {
 	struct telf d = telf_good(true);

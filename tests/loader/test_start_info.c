@@ -49,7 +49,7 @@ static uint8_t *write_start_info(uint64_t ram_size, const char *cmdline)
 	int64_t ret;
 
 	cr_assert(ram);
-	ret = pvh_write_start_info(ram, ram_size, cmdline, err, sizeof(err));
+	ret = pvh_write_start_info(ram, ram_size, cmdline, 0, err, sizeof(err));
 	cr_assert_eq(ret, LULL_START_INFO_GPA, "returned %ld: %s", (long)ret,
 		     err);
 	return ram;
@@ -79,6 +79,19 @@ Test(start_info, record_and_memmap_16mib)
 	cr_expect_eq(si.cmdline_paddr, LULL_CMDLINE_GPA);
 	cr_expect_str_eq((char *)ram + LULL_CMDLINE_GPA,
 			 "console=ttyS0 lull.test=1");
+	free(ram);
+}
+
+/* rsdp_paddr is handed over as it is given: acpi.c's RSDP, or 0. */
+Test(start_info, rsdp_paddr)
+{
+	uint8_t *ram = calloc(1, 1 << 20);
+	char err[256] = "";
+
+	cr_assert_eq(pvh_write_start_info(ram, 1 << 20, NULL,
+					  LULL_ACPI_RSDP_GPA, err, sizeof(err)),
+		     LULL_START_INFO_GPA, "%s", err);
+	cr_expect_eq(start_info(ram).rsdp_paddr, LULL_ACPI_RSDP_GPA);
 	free(ram);
 }
 
@@ -118,9 +131,9 @@ Test(start_info, too_long_cmdline_rejected)
 
 	memset(cmdline, 'a', len);
 	cmdline[len] = 0;
-	cr_assert_eq(
-		pvh_write_start_info(ram, 1 << 20, cmdline, err, sizeof(err)),
-		-E2BIG);
+	cr_assert_eq(pvh_write_start_info(ram, 1 << 20, cmdline, 0, err,
+					  sizeof(err)),
+		     -E2BIG);
 	cr_expect(strstr(err, "command line is 4096 bytes"), "message: %s",
 		  err);
 	cr_expect_eq(start_info(ram).magic, 0,
@@ -134,7 +147,7 @@ Test(start_info, ram_too_small)
 	uint8_t *ram = calloc(1, LULL_BOOT_AREA_END);
 	char err[256] = "";
 
-	cr_assert_eq(pvh_write_start_info(ram, LULL_BOOT_AREA_END - 1, NULL,
+	cr_assert_eq(pvh_write_start_info(ram, LULL_BOOT_AREA_END - 1, NULL, 0,
 					  err, sizeof(err)),
 		     -ERANGE);
 	cr_expect(strstr(err, "too small"), "message: %s", err);
