@@ -49,8 +49,8 @@ static const char *const ab_op_name[AB_NR_OPS] = {
 #define OPS_PER_ROUND 10000
 /*
  * expire_near: the same timers run by advances 100 us apart, about how
- * often a running vCPU's thread comes back to the wheel: the near path of
- * wheel_advance(), most advances running nothing or one timer.
+ * often a running vCPU's thread comes back to the wheel: short advances
+ * over levels 0 and 1, most running nothing or one timer.
  */
 #define NEAR_STEP_NS 100000
 

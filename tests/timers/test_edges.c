@@ -739,11 +739,10 @@ Test(timers_edges, cascade_of_both_bases_stays_exact)
 }
 
 /*
- * A short advance collects levels 0 and 1 in one pass and splits the
- * level-1 slot it stops in: what is due runs in (expiry, arm order) across
- * the kinds, the timer at the stopping tick included, and the rest stays
- * exact to the tick from the level-0 slots it is left in, after a timer
- * armed in the past among them.
+ * A short advance over levels 0 and 1 that stops inside a level-1 slot:
+ * what is due runs in (expiry, arm order) across the kinds, the timer at
+ * the stopping tick included, and the rest of that slot stays exact to the
+ * tick, after a timer armed in the past among them.
  */
 Test(timers_edges, near_advance_splits_the_slot_it_stops_in)
 {
