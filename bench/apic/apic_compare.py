@@ -123,6 +123,8 @@ def parse_args(argv):
     ap.add_argument("--pin", type=int, default=None, metavar="CPU",
                     help="run every VM on this host CPU only (default: anywhere)")
     ap.add_argument("--json", default=None, metavar="FILE", help="also write the results here")
+    ap.add_argument("--report", default=None, metavar="FILE",
+                    help="measure nothing: print the tables of a --json FILE again")
     ap.add_argument("--nested", choices=("auto", "always", "never"), default="auto",
                     help="run inside tests/nested/lull-nested: auto = when /dev/kvm is "
                          "missing (default)")
@@ -343,6 +345,12 @@ def run_one(cfg, vmm, mode, hz, tmp, max_defer=None):
             r["lull_exits_per_irq"] = r["lull"]["exits"] / ticks
         if "window_s" in r:
             r["irqs_per_s"] = ticks / r["window_s"]
+            # per interrupt: what a host too busy to deliver every tick
+            # cannot skew
+            if "wakeups_per_s" in r:
+                r["wakeups_per_irq"] = r["wakeups_per_s"] / r["irqs_per_s"]
+            if "cpu_ms_per_s" in r:
+                r["cpu_us_per_irq"] = r["cpu_ms_per_s"] * 1000 / r["irqs_per_s"]
     return r
 
 
@@ -391,7 +399,8 @@ def median(runs, key, sub=None):
 
 AGG_KEYS = ("ticks", "missed", "early", "late_p50_ns", "late_p99_ns", "late_max_ns",
             "kvm_exits_per_irq", "lull_exits_per_irq", "wakeups_per_s", "cpu_ms_per_s",
-            "schedstat_ms_per_s", "irqs_per_s", "window_s")
+            "schedstat_ms_per_s", "irqs_per_s", "window_s", "wakeups_per_irq",
+            "cpu_us_per_irq")
 
 
 def aggregate(label, table, runs):
@@ -439,6 +448,7 @@ def measure(cfg):
                 if max_defer == "missing":
                     continue
                 r = run_one(cfg, vmm, mode, hz, tmp, max_defer)
+                r["table"], r["row"] = table, label
                 done += 1
                 runs[(table, label)].append(r)
                 log(f"[{done}/{total}] {table}: {label} hz={hz}: {r['verdict']} "
@@ -495,13 +505,15 @@ def tables(res):
         out.append(f"apic-tick at {c['hz']} Hz, {c['seconds']} s per run, median of "
                    f"{c['repeat']}; host {res['host']}")
         out.append("| mode | VMM | interrupts | KVM exits/irq | lull exits/irq | "
-                   "wakeups/s | CPU ms/s | late p50 / p99 µs | early | failed |")
-        out.append("| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: |")
+                   "wakeups/s | wakeups/irq | CPU ms/s | CPU µs/irq | late p50 / p99 µs | "
+                   "early | failed |")
+        out.append("| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |")
         for r in comp:
             mode, vmm = r["row"].split(" ", 1)
             out.append(f"| {mode} | {vmm} | {fmt(r['ticks'], 0)} | "
                        f"{fmt(r['kvm_exits_per_irq'], 2)} | {fmt(r['lull_exits_per_irq'], 2)} | "
-                       f"{fmt(r['wakeups_per_s'], 1)} | {fmt(r['cpu_ms_per_s'], 1)} | "
+                       f"{fmt(r['wakeups_per_s'], 1)} | {fmt(r.get('wakeups_per_irq'), 2)} | "
+                       f"{fmt(r['cpu_ms_per_s'], 1)} | {fmt(r.get('cpu_us_per_irq'), 0)} | "
                        f"{fmt_us(r['late_p50_ns'])} / {fmt_us(r['late_p99_ns'])} | "
                        f"{r['early_total']} | {r['failed']} / {r['runs']} |")
     if pol:
@@ -558,8 +570,39 @@ def run_nested(cfg, argv):
     return res
 
 
+def report(path):
+    """The tables of a saved run, its rows aggregated again from its runs."""
+    with open(path) as f:
+        res = json.load(f)
+    c = res["config"]
+    if any("row" not in r for r in res["runs"]):
+        # written before runs carried their row: they come grouped by row,
+        # c["repeat"] each, in the order of the rows
+        labels = [(r["table"], r["row"]) for r in res["rows"] if r.get("runs")]
+        for i, r in enumerate(res["runs"]):
+            r["table"], r["row"] = labels[i // c["repeat"]]
+    groups = {}
+    for r in res["runs"]:
+        groups.setdefault((r["table"], r["row"]), []).append(r)
+    for r in res["runs"]:
+        if r.get("ticks") and r.get("window_s"):
+            r.setdefault("irqs_per_s", r["ticks"] / r["window_s"])
+            if "wakeups_per_s" in r:
+                r.setdefault("wakeups_per_irq", r["wakeups_per_s"] / r["irqs_per_s"])
+            if "cpu_ms_per_s" in r:
+                r.setdefault("cpu_us_per_irq", r["cpu_ms_per_s"] * 1000 / r["irqs_per_s"])
+    res["rows"] = [aggregate(label, table, runs) for (table, label), runs in groups.items()] + \
+        [r for r in res["rows"] if r.get("skipped")]
+    print(tables(res))
+    if res.get("command"):
+        print(f"(command: {res['command']})")
+    return 0
+
+
 def main(argv):
     cfg = parse_args(argv)
+    if cfg.report:
+        return report(cfg.report)
     argv = [a for a in argv if a != "--_inner"]
     have_kvm = os.access("/dev/kvm", os.R_OK | os.W_OK)
     nested = cfg.nested == "always" or (cfg.nested == "auto" and not have_kvm)
