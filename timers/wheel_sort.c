@@ -58,29 +58,9 @@ struct wheel_link **wheel_chain_merge(struct wheel_link **link,
 	return link;
 }
 
-/*
- * wheel_chain_sort() of exactly two timers, @a then @b, without the loop:
- * where a key holds about one timer, most chains sorted are pairs.
- */
-static struct wheel_link *sort_pair(struct wheel_link *a, struct wheel_link *b,
-				    struct wheel_link ***last_link)
-{
-	bool swap =
-		wheel_timer_runs_before(wheel_timer_of(b), wheel_timer_of(a));
-	struct wheel_link *first = swap ? b : a, *second = swap ? a : b;
-
-	first->next = second;
-	second->next = NULL;
-	second->pprev = &first->next;
-	*last_link = &second->next;
-	return first;
-}
-
 struct wheel_link *wheel_chain_sort(struct wheel_link *chain,
 				    struct wheel_link ***last_link)
 {
-	if (chain && chain->next && !chain->next->next)
-		return sort_pair(chain, chain->next, last_link);
 	for (;;) {
 		struct wheel_link *sorted = NULL, **link = &sorted;
 		unsigned runs = 0;
