@@ -169,8 +169,10 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 	a->timer_fired++;
 	switch (timer_mode(a)) {
 	case APIC_TIMER_PERIODIC: {
-		struct periodic_catch_up c = periodic_catch_up(
-			a->missed_policy, expiry, a->timer_period_ns, now);
+		struct periodic_catch_up c =
+			periodic_catch_up(a->missed_policy, expiry,
+					  a->timer_period_ns, a->max_defer_ns,
+					  now);
 
 		deliver = c.deliver;
 		vcpu_timer_arm(v, t, c.next, deferred, a->max_defer_ns);

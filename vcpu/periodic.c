@@ -5,7 +5,8 @@
 #include "periodic.h"
 
 struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
-					   uint64_t period, uint64_t now)
+					   uint64_t period, uint64_t grace,
+					   uint64_t now)
 {
 	uint64_t behind = now > expiry ? (now - expiry) / period : 0;
 	struct periodic_catch_up c = { .deliver = 1 };
@@ -20,9 +21,11 @@ struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
 		}
 		break;
 	case LULL_MISSED_NONE:
-		if (behind) {
+		if (now > sat_add(expiry, grace) && behind) {
 			c.deliver = 0;
 			c.merged = behind + 1;
+		} else {
+			c.merged = behind;
 		}
 		break;
 	default:

@@ -9,6 +9,10 @@
  *          (no_delay_for_missed_ticks)
  *   none - deliver nothing for a late tick; the next boundary ticks as
  *          usual (no_missed_ticks_pending)
+ * A tick is late under `none` only past its grace: the lateness it was
+ * allowed (a hard timer's slack, a bounded deferral). Within it, one tick
+ * is delivered and the boundaries it skipped are merged; otherwise a tick
+ * deferred by a period or more would never be delivered at all.
  * The next expiry stays on the timer's original phase in every mode.
  */
 #ifndef LULL_PERIODIC_H
@@ -25,6 +29,7 @@ struct periodic_catch_up {
 /* The timer was due at `expiry` (period > 0), runs at `now`; `policy` is
  * LULL_MISSED_*. */
 struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
-					   uint64_t period, uint64_t now);
+					   uint64_t period, uint64_t grace,
+					   uint64_t now);
 
 #endif

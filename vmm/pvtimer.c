@@ -27,8 +27,10 @@ static void slot_expired(struct wheel_timer *t, uint64_t now)
 	uint64_t deliver = 1, merged = 0, merged_on_raise;
 
 	if (s->period) {
-		struct periodic_catch_up c = periodic_catch_up(
-			pv->missed_policy, expiry, s->period, now);
+		/* slack, or a bounded deferral; 0 for an unbounded one */
+		struct periodic_catch_up c =
+			periodic_catch_up(pv->missed_policy, expiry, s->period,
+					  s->tolerance, now);
 
 		deliver = c.deliver;
 		merged = c.merged;
