@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * An unmodified Linux under lull: Debian's stock kernel, the one
+ * tests/nested/lull-nested boots and caches, with its ELF vmlinux taken
+ * out of the bzImage by scripts/linux-vmlinux. Two vCPUs, no initrd, no
+ * disk: it boots to its root mount and panics there, and on the way it
+ * must take its TSC rate from kvmclock, find both local APICs in lull's
+ * MADT, start the second vCPU with INIT/SIPI and tick on the APIC timer.
+ *
+ * The run ends when Linux has panicked: the test then stops lull with
+ * SIGTERM (status 143, --stats written as on any stop). Not panic=-1:
+ * Linux would reboot, which under lull, with no reset, is a triple fault
+ * and status 125, the status of a guest that crashed for real. --timeout
+ * only bounds a Linux that never gets that far (status 124, and the
+ * console shows where it stopped).
+ *
+ * Skips where no kernel is cached (a host where lull-nested has never run;
+ * inside the runner it always is) or python3 is missing.
+ */
+#include <glob.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+/*
+ * Linux's own boot under lull: 20-40 s in the nested runner on its own,
+ * more beside the suite's other tests; the limits only catch a hang.
+ */
+#define BOOT_LIMIT_S 110.0
+#define LULL_TIMEOUT "100"
+/* Extraction: about 8 s in the nested runner, 3 s on hardware. */
+#define EXTRACT_LIMIT_S 60.0
+
+/* scripts/linux-vmlinux's default: $LULL_NESTED_CACHE or the XDG cache. */
+static void cache_dir(char *out, size_t len)
+{
+	const char *cache = getenv("LULL_NESTED_CACHE");
+	const char *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+
+	if (cache && *cache)
+		snprintf(out, len, "%s", cache);
+	else if (xdg && *xdg)
+		snprintf(out, len, "%s/lull-nested", xdg);
+	else
+		snprintf(out, len, "%s/.cache/lull-nested", home ? home : "");
+}
+
+/* The cached bzImage, as the script would pick it; false if none. */
+static bool cached_bzimage(char *out, size_t len, char *cache, size_t clen)
+{
+	char pattern[600];
+	glob_t g;
+	bool found;
+
+	cache_dir(cache, clen);
+	snprintf(pattern, sizeof(pattern), "%s/current/boot/vmlinuz-*", cache);
+	found = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0;
+	if (found) /* sorted: the last is the newest, as in the script */
+		snprintf(out, len, "%s", g.gl_pathv[g.gl_pathc - 1]);
+	globfree(&g);
+	return found;
+}
+
+/* bzImage -> ELF vmlinux at out, through scripts/linux-vmlinux. */
+static void extract_vmlinux(const char *python, const char *bzimage,
+			    const char *out)
+{
+	const char *root = getenv("LULL_SOURCE_ROOT");
+	char script[512];
+	struct proc p;
+	struct run r;
+
+	cr_assert(root && *root, "LULL_SOURCE_ROOT is not set");
+	snprintf(script, sizeof(script), "%s/scripts/linux-vmlinux", root);
+	cr_assert_eq(proc_spawn(&p, (char *const[]){ (char *)python, script,
+						     "-o", (char *)out,
+						     (char *)bzimage, NULL }),
+		     0);
+	proc_wait(&p, EXTRACT_LIMIT_S, &r);
+	if (r.status)
+		unlink(out);
+	cr_assert_not(r.killed, "linux-vmlinux ran over %.0f s",
+		      EXTRACT_LIMIT_S);
+	cr_assert_eq(r.status, 0, "linux-vmlinux %s: status %d\n%s%s", bzimage,
+		     r.status, r.out, r.err);
+	run_free(&r);
+}
+
+/* Appends each of lines missing from console to missing. */
+static void find_lines(const char *console, const char *const lines[],
+		       char *missing, size_t len)
+{
+	for (const char *const *l = lines; *l; l++)
+		if (!strstr(console, *l))
+			snprintf(missing + strlen(missing),
+				 len - strlen(missing), "  \"%s\"\n", *l);
+}
+
+static void expect_vcpu_stat(const char *json, unsigned vcpu, const char *key)
+{
+	char path[64];
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "vcpus[%u].%s", vcpu, key);
+	cr_expect(stats_u64(json, path, &v) && v > 0, "%s is %llu", path,
+		  (unsigned long long)v);
+}
+
+/* What Linux 6.1 logs when lull's pieces work. */
+static const char *const want[] = {
+	/* kvmclock, KVM's, found through lull's CPUID at 0x40000100 */
+	"Hypervisor detected: KVM",
+	"kvm-clock: Using msrs",
+	"tsc: Detected",
+	/* the MADT */
+	"ACPI: Using ACPI for processor (LAPIC) configuration information",
+	"smpboot: Allowing 2 CPUs",
+	/* the APIC in x2APIC mode, its TSC-deadline timer, INIT/SIPI */
+	"Switched APIC routing to physical x2apic",
+	"TSC deadline timer available",
+	"smp: Brought up 1 node, 2 CPUs",
+	NULL,
+};
+
+Test(stock_linux, boots_on_two_vcpus_with_the_apic_timer, .timeout = 240)
+{
+	char missing[1024] = "";
+	char bzimage[700], cache[512], python[512];
+	char vmlinux[] = "/tmp/lull-vmlinux-XXXXXX";
+	char stats_path[] = "/tmp/lull-linux-stats-XXXXXX";
+	const char *panic;
+	char *json;
+	struct proc p;
+	struct run r;
+	bool ended;
+	int fd;
+
+	if (!cached_bzimage(bzimage, sizeof(bzimage), cache, sizeof(cache)))
+		cr_skip_test(
+			"no Debian kernel cached in %s/current/boot (tests/nested/lull-nested fetches one on its first run)",
+			cache);
+	if (!in_path("python3", python, sizeof(python)))
+		cr_skip_test("needs python3 to run scripts/linux-vmlinux");
+	fd = mkstemp(vmlinux);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	fd = mkstemp(stats_path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	extract_vmlinux(python, bzimage, vmlinux);
+
+	cr_assert_eq(spawn_lull(&p, "run", "--mem", "256M", "--vcpus", "2",
+				"--timeout", LULL_TIMEOUT, "--stats",
+				stats_path, "--cmdline", "console=ttyS0",
+				vmlinux, NULL),
+		     0);
+	ended = proc_wait_output(&p, "Kernel panic - not syncing",
+				 BOOT_LIMIT_S);
+	if (ended)
+		kill(p.pid, SIGTERM);
+	proc_wait(&p, BOOT_LIMIT_S, &r);
+	unlink(vmlinux);
+	json = read_file(stats_path, NULL);
+	unlink(stats_path);
+
+	cr_assert(ended,
+		  "Linux never panicked (status %d)\nconsole:\n%s\nstderr:\n%s",
+		  r.status, r.out, r.err);
+	cr_assert_eq(r.status, 143, "status %d\nstderr:\n%s", r.status, r.err);
+	panic = strstr(r.out, "Kernel panic - not syncing");
+	cr_assert(panic && strstr(panic, "VFS: Unable to mount root fs"),
+		  "Linux panicked before its root mount:\n%s", r.out);
+
+	find_lines(r.out, want, missing, sizeof(missing));
+	cr_expect_str_empty(missing,
+			    "missing from the console:\n%s\nconsole:\n%s",
+			    missing, r.out);
+	cr_expect_not(strstr(r.out, "ACPI MADT or MP tables are not detected"),
+		      "Linux found no MADT:\n%s", r.out);
+
+	cr_assert(json, "no --stats file");
+	for (unsigned i = 0; i < 2; i++) {
+		expect_vcpu_stat(json, i, "apic_timer_fired");
+		expect_vcpu_stat(json, i, "injections");
+	}
+	free(json);
+	run_free(&r);
+}
