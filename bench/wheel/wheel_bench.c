@@ -84,8 +84,8 @@ static double clock_ghz(void)
 
 /*
  * The core raises its clock only after some time busy: without this, the
- * first N was measured at ~2 GHz and the later ones at up to ~3.5. Spin
- * until two clock readings agree within 3% (at most ~1 s).
+ * first N runs at a lower clock than the later ones. Spin until two clock
+ * readings agree within 3% (at most ~1 s).
  */
 static void warm_up(void)
 {
@@ -226,9 +226,9 @@ phase void wheel_phase_next_hard_cached(struct workload *wl)
 
 /*
  * The i-th timer del and mod visit. In arm order that is i itself: reading
- * it from the identity permutation put a dependent load in front of every
- * operation, which measured ~1 ns of mod_same's ~3 at N = 1e5, the
- * benchmark's cost rather than the wheel's or the heap's.
+ * it from the identity permutation would put a dependent load in front of
+ * every operation, a good part of a modify's cost and the benchmark's, not
+ * the wheel's or the heap's.
  */
 static hot_phase size_t visit(const struct workload *wl, size_t i)
 {
