@@ -16,9 +16,11 @@
  *             Result in rax: >= 0 success, negative errno on error.
  * Time        guest ns from the pvclock record in the per-vCPU shared page;
  *             it tracks the host's CLOCK_MONOTONIC. Deadlines are absolute.
- * Interrupts  a timer expiry or IPI injects its vector (32..255). There is
- *             no local APIC and no EOI: each delivery is an edge; a vector
- *             raised again before it was delivered merges into one delivery.
+ * Interrupts  a timer expiry or IPI injects its vector (32..255) through
+ *             the vCPU's local APIC. While the guest leaves that APIC
+ *             software-disabled (its reset state) there is no EOI: each
+ *             delivery is an edge; a vector raised again before it was
+ *             delivered merges into one delivery.
  */
 #ifndef LULL_ABI_H
 #define LULL_ABI_H
