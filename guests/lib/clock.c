@@ -148,31 +148,43 @@ bool clock_available(void)
 	return source != CLOCK_NONE;
 }
 
-uint64_t pvclock_read(const volatile struct lull_pvclock *c)
+/* One consistent reading of record c: the TSC it read and its scale, and
+ * the ns they give. */
+struct pvclock_reading {
+	uint64_t ns, tsc;
+	uint32_t mul;
+	int8_t shift;
+};
+
+static struct pvclock_reading read_record(const volatile struct lull_pvclock *c)
 {
+	struct pvclock_reading r;
 	uint32_t version;
-	uint64_t ns;
 
 	do {
-		uint64_t delta, tsc_ts, sys;
-		uint32_t mul;
-		int8_t shift;
+		uint64_t tsc_ts, sys, d;
 
 		version = c->version;
 		barrier();
 		tsc_ts = c->tsc_timestamp;
 		sys = c->system_time;
-		mul = c->tsc_to_system_mul;
-		shift = c->tsc_shift;
-		delta = rdtsc_ordered() - tsc_ts;
-		if (shift < 0)
-			delta >>= -shift;
+		r.mul = c->tsc_to_system_mul;
+		r.shift = c->tsc_shift;
+		r.tsc = rdtsc_ordered();
+		d = r.tsc - tsc_ts;
+		if (r.shift < 0)
+			d >>= -r.shift;
 		else
-			delta <<= shift;
-		ns = sys + (uint64_t)(((unsigned __int128)delta * mul) >> 32);
+			d <<= r.shift;
+		r.ns = sys + (uint64_t)(((unsigned __int128)d * r.mul) >> 32);
 		barrier();
 	} while ((version & 1) || version != c->version);
-	return ns;
+	return r;
+}
+
+uint64_t pvclock_read(const volatile struct lull_pvclock *c)
+{
+	return read_record(c).ns;
 }
 
 /*
@@ -184,47 +196,28 @@ uint64_t pvclock_read(const volatile struct lull_pvclock *c)
  */
 uint64_t clock_tsc_at(uint64_t ns)
 {
-	const volatile struct lull_pvclock *c = &shared_page()->clock;
-	uint64_t tsc, now, delta, scaled, q, r;
-	uint32_t version, mul;
-	int8_t shift;
+	struct pvclock_reading now;
+	uint64_t delta, scaled, q, r;
 
 	if (source == CLOCK_NONE)
 		return 0;
-	do {
-		uint64_t tsc_ts, sys, d;
-
-		version = c->version;
-		barrier();
-		tsc_ts = c->tsc_timestamp;
-		sys = c->system_time;
-		mul = c->tsc_to_system_mul;
-		shift = c->tsc_shift;
-		tsc = rdtsc_ordered();
-		d = tsc - tsc_ts;
-		if (shift < 0)
-			d >>= -shift;
-		else
-			d <<= shift;
-		now = sys + (uint64_t)(((unsigned __int128)d * mul) >> 32);
-		barrier();
-	} while ((version & 1) || version != c->version);
-	if (ns <= now || !mul)
-		return tsc;
-	delta = ns - now;
+	now = read_record(&shared_page()->clock);
+	if (ns <= now.ns || !now.mul)
+		return now.tsc;
+	delta = ns - now.ns;
 	/* scaled = ceil(delta * 2^32 / mul), in two parts that fit */
-	q = delta / mul;
-	r = delta % mul;
+	q = delta / now.mul;
+	r = delta % now.mul;
 	if (q >= 1ull << 31)
 		return UINT64_MAX;
-	scaled = (q << 32) + ((r << 32) + mul - 1) / mul;
-	if (shift >= 0)
-		delta = (scaled + (1ull << shift) - 1) >> shift;
-	else if (scaled >> (63 + shift))
+	scaled = (q << 32) + ((r << 32) + now.mul - 1) / now.mul;
+	if (now.shift >= 0)
+		delta = (scaled + (1ull << now.shift) - 1) >> now.shift;
+	else if (scaled >> (63 + now.shift))
 		return UINT64_MAX;
 	else
-		delta = scaled << -shift;
-	return tsc + delta;
+		delta = scaled << -now.shift;
+	return now.tsc + delta;
 }
 
 /* The largest reading any vCPU has returned, for unstable-TSC records. */

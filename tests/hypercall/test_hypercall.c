@@ -227,7 +227,8 @@ Test(hypercall, bounded_deferrable_wakes_at_its_bound)
 	cr_assert_eq(hypercall(&vm, cpu, &a, NOW), 0);
 	wake = wheel_next_hard_expiry(&cpu->vcpu.wheel);
 	cr_assert(wake >= NOW + 4000000 && wake < NOW + 4000000 + 1024,
-		  "wakes at %lu ns, not at the 4 ms bound", wake - NOW);
+		  "wakes at %lu ns, not at the 4 ms bound",
+		  (unsigned long)(wake - NOW));
 	wheel_advance(&cpu->vcpu.wheel, wake);
 	cr_assert_eq(apic_deliverable(&cpu->vcpu.apic), 70);
 	cr_assert_eq(cpu->vcpu.stats.timers_fired_deferred, 1);
