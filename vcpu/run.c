@@ -84,6 +84,8 @@ static void take_init_sipi(struct vcpu *v)
 	if (atomic_load_explicit(&v->init_posted, memory_order_relaxed) &&
 	    atomic_exchange(&v->init_posted, false)) {
 		apic_init_reset(v);
+		/* an interrupt staged for the old context is not the new one's */
+		v->run->kvm_dirty_regs &= ~KVM_SYNC_X86_EVENTS;
 		v->wait_for_sipi = true;
 	}
 	if (atomic_load_explicit(&v->sipi_posted, memory_order_relaxed) < 0)
