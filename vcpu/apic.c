@@ -229,9 +229,15 @@ static uint32_t current_count(struct vcpu *v)
 	    !wheel_timer_pending(&a->timer))
 		return 0;
 	expires = wheel_timer_expires(&a->timer);
-	if (expires <= now)
+	if (expires > now)
+		left = expires - now;
+	else if (timer_mode(a) == APIC_TIMER_PERIODIC)
+		/* due, not yet run: the count has already reloaded */
+		left = a->timer_period_ns -
+		       (now - expires) % a->timer_period_ns;
+	else
 		return 0;
-	left = (expires - now) / a->timer_divisor;
+	left /= a->timer_divisor;
 	return left > a->timer_initial ? a->timer_initial : (uint32_t)left;
 }
 

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "lull_abi.h"
@@ -252,6 +253,21 @@ Test(apic, periodic_timer_keeps_its_phase_and_floor)
 	cr_assert_eq(apic_deliverable(a), 0x90);
 	cr_assert_eq(wheel_timer_expires(&a->timer),
 		     first + LULL_PERIOD_FLOOR_NS);
+}
+
+/* A periodic count reloads at each expiry, whether or not the wheel has
+ * run the timer yet (the vCPU reads it from inside the guest). */
+Test(apic, periodic_current_count_reloads_before_the_wheel_runs)
+{
+	struct vcpu *v = x2apic_on(0);
+	uint64_t count;
+
+	wr(v, APIC_TIMER_DIVIDE, 0xb);
+	wr(v, APIC_LVT_TIMER, (APIC_TIMER_PERIODIC << 17) | 0x90);
+	wr(v, APIC_TIMER_INITIAL, 1000000); /* 1 ms */
+	usleep(2500);
+	count = rd(v, APIC_TIMER_CURRENT);
+	cr_assert(count > 0 && count <= 1000000, "current count %lu", count);
 }
 
 Test(apic, periodic_ticks_defer_only_when_asked)
