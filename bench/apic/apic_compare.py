@@ -155,8 +155,9 @@ def read(path):
         return f.read()
 
 
-def threads_voluntary(pid):
-    """Voluntary context switches of every thread of pid: its host wakeups."""
+def per_thread(pid, value):
+    """Sum of value(tid_dir) over pid's threads; None once the process is
+    gone. A thread that exits meanwhile is skipped."""
     total = 0
     try:
         tids = os.listdir(f"/proc/{pid}/task")
@@ -164,26 +165,22 @@ def threads_voluntary(pid):
         return None
     for tid in tids:
         try:
-            for line in read(f"/proc/{pid}/task/{tid}/status").splitlines():
-                if line.startswith("voluntary_ctxt_switches:"):
-                    total += int(line.split()[1])
-        except (OSError, ValueError):
-            continue  # a thread that exited meanwhile
-    return total
-
-
-def threads_schedstat_ns(pid):
-    total = 0
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    for tid in tids:
-        try:
-            total += int(read(f"/proc/{pid}/task/{tid}/schedstat").split()[0])
+            total += value(f"/proc/{pid}/task/{tid}")
         except (OSError, ValueError, IndexError):
             continue
     return total
+
+
+def voluntary_switches(tid_dir):
+    """A thread's voluntary context switches: its host wakeups."""
+    for line in read(f"{tid_dir}/status").splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    return 0
+
+
+def schedstat_ns(tid_dir):
+    return int(read(f"{tid_dir}/schedstat").split()[0])
 
 
 def process_cputime_ns(pid):
@@ -228,8 +225,8 @@ def kvm_counters(pid):
 
 def snapshot(pid):
     """The VM's counters now: the threads' first, while they surely exist."""
-    s = {"t": time.monotonic(), "voluntary": threads_voluntary(pid),
-         "cputime_ns": process_cputime_ns(pid), "schedstat_ns": threads_schedstat_ns(pid)}
+    s = {"t": time.monotonic(), "voluntary": per_thread(pid, voluntary_switches),
+         "cputime_ns": process_cputime_ns(pid), "schedstat_ns": per_thread(pid, schedstat_ns)}
     s["kvm_source"], s["kvm"] = kvm_counters(pid)
     return s
 
