@@ -145,7 +145,7 @@ static void ipi(struct vcpu *v, const struct apic_ipi *ipi)
 
 static uint64_t tsc_to_ns(struct vcpu *v, uint64_t tsc)
 {
-	return pvclock_tsc_to_ns(&cpu_of(v)->pv.clock, tsc);
+	return pvclock_tsc_to_ns(&cpu_of(v)->pv.clock, v->fd, tsc);
 }
 
 static void resync(struct vcpu *v, uint64_t now)

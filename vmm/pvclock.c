@@ -48,6 +48,22 @@ uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift)
  * where it supports KVM_VCPU_TSC_OFFSET; otherwise we read the guest's
  * IA32_TSC between two host reads and take the midpoint.
  */
+static int read_guest_tsc(int vcpu_fd, uint64_t *tsc)
+{
+	/* struct kvm_msrs ends in a flexible array: room for one entry */
+	union {
+		struct kvm_msrs head;
+		uint8_t bytes[sizeof(struct kvm_msrs) +
+			      sizeof(struct kvm_msr_entry)];
+	} msrs = { .head.nmsrs = 1 };
+
+	msrs.head.entries[0].index = MSR_IA32_TSC;
+	if (ioctl(vcpu_fd, KVM_GET_MSRS, &msrs.head) != 1)
+		return -EIO;
+	*tsc = msrs.head.entries[0].data;
+	return 0;
+}
+
 static int measure_offset(int vcpu_fd, int64_t *offset)
 {
 	struct kvm_device_attr attr = {
@@ -55,23 +71,15 @@ static int measure_offset(int vcpu_fd, int64_t *offset)
 		.attr = KVM_VCPU_TSC_OFFSET,
 		.addr = (uint64_t)(uintptr_t)offset,
 	};
-	/* struct kvm_msrs ends in a flexible array: room for one entry */
-	union {
-		struct kvm_msrs head;
-		uint8_t bytes[sizeof(struct kvm_msrs) +
-			      sizeof(struct kvm_msr_entry)];
-	} msrs = { .head.nmsrs = 1 };
-	uint64_t before, after;
+	uint64_t before, after, guest;
 
 	if (ioctl(vcpu_fd, KVM_GET_DEVICE_ATTR, &attr) == 0)
 		return 0;
-	msrs.head.entries[0].index = MSR_IA32_TSC;
 	before = __rdtsc();
-	if (ioctl(vcpu_fd, KVM_GET_MSRS, &msrs.head) != 1)
+	if (read_guest_tsc(vcpu_fd, &guest) < 0)
 		return -EIO;
 	after = __rdtsc();
-	*offset = (int64_t)(msrs.head.entries[0].data -
-			    (before + (after - before) / 2));
+	*offset = (int64_t)(guest - (before + (after - before) / 2));
 	return 0;
 }
 
@@ -103,15 +111,26 @@ static uint64_t guest_tsc_at(const struct pvclock_src *src, uint64_t now,
 			  src->tsc_khz / 1000000u);
 }
 
-uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, uint64_t tsc)
+uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
+			   uint64_t tsc)
 {
 	uint64_t t0 = __rdtsc(), now = clock_now_ns(), t1 = __rdtsc();
-	uint64_t current = guest_tsc_at(src, now, t0 + (t1 - t0) / 2);
 	/* keeps delta << shift in 64 bits; still years at any TSC rate */
 	uint64_t cap = 1ull << (src->shift > 0 ? 62 - src->shift : 62);
-	uint64_t delta;
+	uint64_t current, delta;
 
-	if (!src->ready || tsc <= current)
+	if (!src->ready)
+		return now;
+	/*
+	 * Without a stable TSC the guest's TSC can lag KVM's line for the VM
+	 * (pvclock.h) by more than a short deadline: the truth is the guest's
+	 * own TSC, which KVM holds still while the vCPU is out, so a deadline
+	 * is counted from where the guest wrote it and can only come late.
+	 */
+	if (src->tsc_stable || vcpu_fd < 0 ||
+	    read_guest_tsc(vcpu_fd, &current) < 0)
+		current = guest_tsc_at(src, now, t0 + (t1 - t0) / 2);
+	if (tsc <= current)
 		return now;
 	delta = tsc - current < cap ? tsc - current : cap;
 	delta = pvclock_delta_ns(delta, src->mul, src->shift);

@@ -51,9 +51,11 @@ uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift);
  * tsc_zero_ns is when the VM's first vCPU was created. */
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
 		 uint64_t tsc_zero_ns);
-/* Host ns at which the guest TSC reads `tsc`: now if it already has,
- * at most LULL_HORIZON_NS ahead. */
-uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, uint64_t tsc);
+/* Host ns at which the guest TSC reads `tsc`: now if it already has, at
+ * most LULL_HORIZON_NS ahead. Where the TSC is not stable it asks KVM for
+ * the guest's TSC through vcpu_fd (< 0: KVM's line instead). */
+uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
+			   uint64_t tsc);
 /* Writes a fresh record (version odd while writing, then even). */
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec);
 
