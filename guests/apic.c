@@ -1083,10 +1083,17 @@ static void case_tpr_masking(void)
 	check(wait_hit(0, 0x55) && wait_hit(0, 0x50),
 	      "not delivered within 1 s of lowering TPR to 0x40 (0x55 %u, 0x50 %u)",
 	      count_of(0, 0x55), count_of(0, 0x50));
-	check(order_len == 3 && order[0] == 0x65 && order[1] == 0x55 &&
-		      order[2] == 0x50,
-	      "order %#x %#x %#x (%u), want 0x65 0x55 0x50", order[0], order[1],
-	      order[2], order_len);
+	/* the order among this case's vectors: another case's late timer
+	 * may land in between on a slow host (no_stray_interrupts judges it) */
+	uint8_t mine[3] = { 0 };
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < order_len && n < 3; i++)
+		if (order[i] == 0x65 || order[i] == 0x55 || order[i] == 0x50)
+			mine[n++] = order[i];
+	check(n == 3 && mine[0] == 0x65 && mine[1] == 0x55 && mine[2] == 0x50,
+	      "order %#x %#x %#x (%u of %u), want 0x65 0x55 0x50", mine[0],
+	      mine[1], mine[2], n, order_len);
 }
 
 /*
