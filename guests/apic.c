@@ -1277,12 +1277,19 @@ static void case_timer_periodic(void)
 		      t0 + (k + 1) * period - h->at[k]);
 }
 
+static bool rate_near(struct rate r, uint64_t want)
+{
+	return r.lo * 100 <= want * 125 && r.hi * 100 >= want * 80;
+}
+
 /*
  * Divide by div: the count runs down at bus/div (measured as in
  * count_rate(), over 10 ms) and a 20 ms worth fires no earlier than
  * 20 ms. A divider off by one step is a factor of 2 either way, which
- * the bounds (x0.8, x1.25) catch unless the exits are slower than the
- * window.
+ * the bounds (x0.8, x1.25) catch. A host whose clock and the guest's
+ * part for a moment (an emulated host does) can spoil one window but
+ * not a wrong divider's every window: three tries, the first in bounds
+ * counts.
  */
 static void timer_divide(unsigned div, uint32_t tdcr)
 {
@@ -1294,10 +1301,17 @@ static void timer_divide(unsigned div, uint32_t tdcr)
 	v = rd(APIC_TDCR);
 	check(v == tdcr, "divide configuration reads %#x, wrote %#x", v, tdcr);
 	wr(APIC_LVT_TIMER, V_TIMER);
-	t0 = clock_ns();
-	wr(APIC_TMICT, count);
-	r = count_rate(10 * MS);
-	check(r.lo * 100 <= want * 125 && r.hi * 100 >= want * 80,
+	for (unsigned try = 0;; try++) {
+		t0 = clock_ns();
+		wr(APIC_TMICT, count);
+		r = count_rate(10 * MS);
+		if (rate_near(r, want) || try == 2)
+			break;
+		wr(APIC_TMICT, 0);
+		run_for(1 * MS);
+		clear_hits();
+	}
+	check(rate_near(r, want),
 	      "counts down at %lu..%lu/s, want %lu/s (bus %lu / %u)", r.lo,
 	      r.hi, want, bus_hz, div);
 	if (!wait_hit(0, V_TIMER)) {
