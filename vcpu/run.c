@@ -277,9 +277,32 @@ static void msr_exit(struct vcpu *v, bool write)
 		run->msr.data = r < 0 ? 0 : data;
 }
 
+static enum vcpu_exit_kind exit_kind(uint32_t reason)
+{
+	switch (reason) {
+	case KVM_EXIT_HLT:
+		return VCPU_EXIT_HLT;
+	case KVM_EXIT_IO:
+		return VCPU_EXIT_IO;
+	case KVM_EXIT_MMIO:
+		return VCPU_EXIT_MMIO;
+	case KVM_EXIT_X86_RDMSR:
+	case KVM_EXIT_X86_WRMSR:
+		return VCPU_EXIT_MSR;
+	case KVM_EXIT_IRQ_WINDOW_OPEN:
+		return VCPU_EXIT_IRQ_WINDOW;
+	case KVM_EXIT_INTR:
+		return VCPU_EXIT_KICK;
+	default:
+		return VCPU_EXIT_OTHER;
+	}
+}
+
 static void handle_exit(struct vcpu *v)
 {
 	struct kvm_run *run = v->run;
+
+	v->stats.exits_by_kind[exit_kind(run->exit_reason)]++;
 
 	/* The guest may move its TPR through CR8 without an exit. */
 	if (run->cr8 != apic_cr8(&v->apic))
@@ -426,9 +449,11 @@ static void *vcpu_thread(void *arg)
 		v->stats.exits++;
 		if (r < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
+				v->stats.exits_by_kind[VCPU_EXIT_KICK]++;
 				drain_kick_signal(v);
 				continue;
 			}
+			v->stats.exits_by_kind[VCPU_EXIT_OTHER]++;
 			fatal(v, "KVM_RUN failed: %s", strerror(errno));
 			break;
 		}

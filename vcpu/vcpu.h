@@ -66,10 +66,23 @@ struct vcpu_ops {
 	void (*fatal)(struct vcpu *v, const char *what);
 };
 
+/* Why KVM_RUN returned, as --stats counts it. */
+enum vcpu_exit_kind {
+	VCPU_EXIT_HLT,
+	VCPU_EXIT_IO,
+	VCPU_EXIT_MMIO,
+	VCPU_EXIT_MSR,
+	VCPU_EXIT_IRQ_WINDOW, /* the guest can now take a pending vector */
+	VCPU_EXIT_KICK, /* interrupted: a timer, an IPI or a stop kicked it */
+	VCPU_EXIT_OTHER, /* the fatal ones, and what KVM may add */
+	VCPU_EXIT_KINDS
+};
+
 struct vcpu_stats {
 	uint64_t host_wakeups; /* returns from the idle wait */
 	uint64_t halts;
 	uint64_t exits;
+	uint64_t exits_by_kind[VCPU_EXIT_KINDS];
 	uint64_t injections;
 	uint64_t timers_fired_hard;
 	uint64_t timers_fired_deferred;

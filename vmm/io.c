@@ -46,30 +46,46 @@ static void debug_exit(struct vm *vm, unsigned size, const uint8_t *data)
 	vm_request_stop(vm, VM_STOP_GUEST_EXIT, (int)(value & 0xff), reason);
 }
 
-static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
-		    unsigned count, uint8_t *data)
+/* One access (of a string instruction's count); returns who took it. */
+static enum io_class port_access(struct vcpu *v, uint16_t port, bool out,
+				 unsigned size, unsigned count, uint8_t *data)
 {
 	struct vm *vm = vcpu_vm(v);
 
-	for (unsigned i = 0; i < count; i++, data += size) {
-		if (port >= LULL_COM1_PORT &&
-		    port < LULL_COM1_PORT + SERIAL_PORTS && size == 1) {
-			serial_io(&vm->serial, port - LULL_COM1_PORT, out, data);
-		} else if (port == LULL_DEBUGCON_PORT) {
-			if (out)
-				console_putc(&vm->console, data[0]);
-			else
-				memset(data, 0xe9, size); /* QEMU's "present" */
-		} else if (port == LULL_DEBUG_EXIT_PORT && out) {
-			debug_exit(vm, size, data);
-		} else if (port == LULL_HCALL_PORT && out && count == 1) {
-			hypercall_exit(vm, cpu_of(v));
-		} else {
-			log_unclaimed_port(vm, v, port, out, size);
-			if (!out)
-				memset(data, 0xff, size);
-		}
+	if (port >= LULL_COM1_PORT && port < LULL_COM1_PORT + SERIAL_PORTS &&
+	    size == 1) {
+		serial_io(&vm->serial, port - LULL_COM1_PORT, out, data);
+		return IO_CLASS_CONSOLE;
 	}
+	if (port == LULL_DEBUGCON_PORT) {
+		if (out)
+			console_putc(&vm->console, data[0]);
+		else
+			memset(data, 0xe9, size); /* QEMU's "present" */
+		return IO_CLASS_CONSOLE;
+	}
+	if (port == LULL_DEBUG_EXIT_PORT && out) {
+		debug_exit(vm, size, data);
+		return IO_CLASS_PLATFORM;
+	}
+	if (port == LULL_HCALL_PORT && out && count == 1) {
+		hypercall_exit(vm, cpu_of(v));
+		return IO_CLASS_HYPERCALL;
+	}
+	log_unclaimed_port(vm, v, port, out, size);
+	if (!out)
+		memset(data, 0xff, size);
+	return IO_CLASS_UNCLAIMED;
+}
+
+static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
+		    unsigned count, uint8_t *data)
+{
+	enum io_class class = IO_CLASS_UNCLAIMED;
+
+	for (unsigned i = 0; i < count; i++, data += size)
+		class = port_access(v, port, out, size, count, data);
+	cpu_of(v)->io_exits[class]++;
 }
 
 /* True the first time `key` is seen, while the table has room. */

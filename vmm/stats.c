@@ -77,8 +77,35 @@ static void hist_json(FILE *f, const char *name, const struct histogram *h)
 		h->max);
 }
 
-static void vcpu_json(FILE *f, const struct vcpu *v)
+static const char *const exit_kind_names[VCPU_EXIT_KINDS] = {
+	[VCPU_EXIT_HLT] = "hlt",
+	[VCPU_EXIT_IO] = "io",
+	[VCPU_EXIT_MMIO] = "mmio",
+	[VCPU_EXIT_MSR] = "msr",
+	[VCPU_EXIT_IRQ_WINDOW] = "irq_window",
+	[VCPU_EXIT_KICK] = "kick",
+	[VCPU_EXIT_OTHER] = "other",
+};
+
+static const char *const io_class_names[IO_CLASS_KINDS] = {
+	[IO_CLASS_HYPERCALL] = "hypercall",
+	[IO_CLASS_CONSOLE] = "console",
+	[IO_CLASS_PLATFORM] = "platform",
+	[IO_CLASS_UNCLAIMED] = "unclaimed",
+};
+
+static void counts_json(FILE *f, const char *name, const uint64_t *count,
+			const char *const *names, unsigned n)
 {
+	fprintf(f, "\"%s\": {", name);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "%s\"%s\": %lu", i ? ", " : "", names[i], count[i]);
+	fputs("}, ", f);
+}
+
+static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
+{
+	const struct vcpu *v = &cpu->vcpu;
 	const struct vcpu_stats *s = &v->stats;
 
 	fprintf(f,
@@ -91,6 +118,10 @@ static void vcpu_json(FILE *f, const struct vcpu *v)
 		s->timers_fired_hard, s->timers_fired_deferred,
 		v->apic.timer_fired, s->kicks_received,
 		s->kernel_voluntary_switches);
+	counts_json(f, "exits_by_reason", s->exits_by_kind, exit_kind_names,
+		    VCPU_EXIT_KINDS);
+	counts_json(f, "io_exits_by_device", cpu->io_exits, io_class_names,
+		    IO_CLASS_KINDS);
 	hist_json(f, "hard_lateness_ns", &s->hard_lateness_ns);
 	fputs(", ", f);
 	hist_json(f, "deferred_delay_ns", &s->deferred_delay_ns);
@@ -169,7 +200,7 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		(uint64_t)atomic_load(&vm->unclaimed.ipi));
 	fputs("  \"vcpus\": [\n", f);
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
-		vcpu_json(f, &vm->cpus[i].vcpu);
+		vcpu_json(f, &vm->cpus[i]);
 		fputs(i + 1 < vm->nr_cpus_made ? ",\n" : "\n", f);
 	}
 	fputs("  ]\n}\n", f);

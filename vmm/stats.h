@@ -2,8 +2,9 @@
 /*
  * --stats: one JSON object describing the run (README, docs/benchmarks.md):
  * wall and host CPU time, memory, untrusted-guest counters, and
- * per vCPU wakeups, halts, exits, injections, timers fired by kind and the
- * lateness / deferral histograms as p50, p99, max.
+ * per vCPU wakeups, halts, exits (in all, by reason and, for port exits,
+ * by device), injections, timers fired by kind and the lateness /
+ * deferral histograms as p50, p99, max.
  */
 #ifndef LULL_STATS_H
 #define LULL_STATS_H

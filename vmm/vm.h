@@ -70,9 +70,19 @@ enum vm_stop_cause {
 	VM_STOP_HOST, /* lull could not go on: a thread, a filter */
 };
 
+/* Port I/O exits by the device that took them, for --stats. */
+enum io_class {
+	IO_CLASS_HYPERCALL,
+	IO_CLASS_CONSOLE, /* COM1 and debugcon */
+	IO_CLASS_PLATFORM, /* debug-exit, and the ports platform.h names */
+	IO_CLASS_UNCLAIMED,
+	IO_CLASS_KINDS
+};
+
 struct vm_cpu {
 	struct vcpu vcpu;
 	struct pvtimer pv;
+	uint64_t io_exits[IO_CLASS_KINDS]; /* this vCPU's own thread only */
 };
 
 struct vm {

@@ -207,3 +207,51 @@ Test(wakeups, stats_agree_with_the_kernel_strict)
 {
 	check_counts_agree("strict");
 }
+
+static uint64_t stat_of(const char *json, const char *group, const char *key)
+{
+	char path[128];
+	uint64_t v;
+
+	snprintf(path, sizeof(path), "vcpus[0].%s%s", group, key);
+	cr_assert(stats_u64(json, path, &v), "%s missing\n%s", path, json);
+	return v;
+}
+
+/*
+ * Every exit has one reason and every port exit one device: the
+ * breakdowns add up to the totals, halts are the HLT exits, and the tick
+ * guest's hypercalls and console lines show where they went.
+ */
+Test(wakeups, exits_by_reason_add_up)
+{
+	static const char *const reasons[] = { "hlt", "io", "mmio", "msr",
+					       "irq_window", "kick", "other" };
+	static const char *const devices[] = { "hypercall", "console",
+					       "platform", "unclaimed" };
+	const char *json, *by = "exits_by_reason.", *dev = "io_exits_by_device.";
+	uint64_t sum = 0, io = 0;
+	struct run r;
+
+	require_guest("tick");
+	run_lull(&r, 30.0, "run", "--cmdline", "seconds=1", "--stats", "-",
+		 guest("tick"), NULL);
+	json = find_json(r.out);
+	cr_assert_eq(r.status, 0, "status %d\n%s\n%s", r.status, r.out, r.err);
+	cr_assert_not_null(json, "no stats:\n%s", r.out);
+	for (unsigned k = 0; k < sizeof(reasons) / sizeof(*reasons); k++)
+		sum += stat_of(json, by, reasons[k]);
+	for (unsigned k = 0; k < sizeof(devices) / sizeof(*devices); k++)
+		io += stat_of(json, dev, devices[k]);
+	cr_assert_eq(sum, stat_of(json, "", "exits"),
+		     "the reasons add up to %lu exits\n%s", sum, json);
+	cr_assert_eq(io, stat_of(json, by, "io"),
+		     "the devices add up to %lu port exits\n%s", io, json);
+	cr_assert_eq(stat_of(json, by, "hlt"), stat_of(json, "", "halts"),
+		     "HLT exits are not the halts\n%s", json);
+	cr_assert_gt(stat_of(json, dev, "hypercall"), 0,
+		     "no hypercall exit\n%s", json);
+	cr_assert_gt(stat_of(json, dev, "console"), 0,
+		     "the guest printed through no console exit\n%s", json);
+	run_free(&r);
+}
