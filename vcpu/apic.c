@@ -149,10 +149,20 @@ static void timer_stop(struct vcpu *v)
 	vcpu_timer_stop(v, &v->apic.timer);
 }
 
+/*
+ * Only a periodic tick may wait for another wake, and only under a max
+ * deferral: one-shot and deadline timers are what a tickless OS arms for
+ * an event it really has.
+ */
+static bool timer_deferrable(const struct apic *a)
+{
+	return timer_mode(a) == APIC_TIMER_PERIODIC && a->max_defer_ns;
+}
+
 static void timer_arm(struct vcpu *v, uint64_t expiry)
 {
 	struct apic *a = &v->apic;
-	bool defer = timer_mode(a) == APIC_TIMER_PERIODIC && a->max_defer_ns;
+	bool defer = timer_deferrable(a);
 
 	vcpu_timer_arm(v, &a->timer, expiry, defer, defer ? a->max_defer_ns : 0);
 }
@@ -164,7 +174,7 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 	uint64_t expiry = wheel_timer_expires(t);
 	uint32_t entry = a->lvt[0];
 	uint64_t deliver = 1;
-	bool deferred = timer_mode(a) == APIC_TIMER_PERIODIC && a->max_defer_ns;
+	bool deferred = timer_deferrable(a);
 
 	a->timer_fired++;
 	switch (timer_mode(a)) {

@@ -104,7 +104,9 @@ static bool first_sighting(struct unclaimed *u, uint64_t key)
 	return first;
 }
 
-#define MSR_KEY (1ull << 63) /* MSRs and addresses share the table */
+/* MMIO addresses, MSRs and IPI modes share the table: a tag apart */
+#define MSR_KEY (1ull << 63)
+#define IPI_KEY (1ull << 62)
 
 static void mmio(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 		 uint8_t *data)
@@ -151,7 +153,7 @@ static void ipi(struct vcpu *v, const struct apic_ipi *ipi)
 		atomic_fetch_add_explicit(&vm->unclaimed.ipi, 1,
 					  memory_order_relaxed);
 		if (first_sighting(&vm->unclaimed,
-				   MSR_KEY | 1ull << 62 | ipi->mode))
+				   IPI_KEY | ipi->mode))
 			fprintf(stderr,
 				"lull: vcpu %u: IPI delivery mode %u is not supported: dropped; further ones are only counted\n",
 				v->index, ipi->mode);
