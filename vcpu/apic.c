@@ -114,12 +114,31 @@ void apic_set_cr8(struct apic *a, uint8_t cr8)
 	a->tpr = (uint32_t)(cr8 & 0xf) << 4;
 }
 
-static void eoi(struct apic *a)
+void apic_set_trigger(struct apic *a, uint8_t vector, bool level)
 {
-	int vector = highest(a->isr);
+	if (level)
+		a->tmr[vector / 64] |= 1ull << (vector % 64);
+	else
+		a->tmr[vector / 64] &= ~(1ull << (vector % 64));
+}
 
-	if (vector >= 0)
-		a->isr[vector / 64] &= ~(1ull << (vector % 64));
+/*
+ * Retires the highest vector in service. One accepted level-triggered
+ * (TMR set) has a source that waits for this EOI before it may raise it
+ * again, an I/O APIC's remote IRR: the EOI is broadcast to it.
+ */
+static void eoi(struct vcpu *v)
+{
+	struct apic *a = &v->apic;
+	int vector = highest(a->isr);
+	uint64_t bit;
+
+	if (vector < 0)
+		return;
+	bit = 1ull << (vector % 64);
+	a->isr[vector / 64] &= ~bit;
+	if ((a->tmr[vector / 64] & bit) && v->ops->level_eoi)
+		v->ops->level_eoi(v, (uint8_t)vector);
 }
 
 /* An error the APIC detected: latched for the next ESR write, and
@@ -303,6 +322,7 @@ static void reset_registers(struct vcpu *v)
 	memset(a->irr, 0, sizeof(a->irr));
 	memset(a->owed, 0, sizeof(a->owed));
 	memset(a->isr, 0, sizeof(a->isr));
+	memset(a->tmr, 0, sizeof(a->tmr));
 	a->tpr = 0;
 	a->svr = 0xff;
 	a->esr = a->esr_pending = 0;
@@ -439,7 +459,8 @@ static int read_reg(struct vcpu *v, unsigned reg, uint64_t *value)
 				    ((reg - APIC_ISR) % 2 * 32));
 		return 0;
 	case APIC_TMR ... APIC_TMR + 7:
-		*value = 0; /* every interrupt lull raises is an edge */
+		*value = (uint32_t)(a->tmr[(reg - APIC_TMR) / 2] >>
+				    ((reg - APIC_TMR) % 2 * 32));
 		return 0;
 	case APIC_IRR ... APIC_IRR + 7:
 		*value = (uint32_t)(a->irr[(reg - APIC_IRR) / 2] >>
@@ -501,7 +522,7 @@ static int write_reg(struct vcpu *v, unsigned reg, uint64_t value)
 	case APIC_EOI:
 		if (x2 && low)
 			return -EPERM;
-		eoi(a);
+		eoi(v);
 		return 0;
 	case APIC_LDR:
 		if (x2)

@@ -114,6 +114,10 @@ struct apic_ipi {
 	uint8_t shorthand; /* APIC_SH_* */
 	bool logical;
 	bool x2apic; /* the sender's mode: how dest is to be read */
+	/* level-triggered (an I/O APIC's level pin): the receiving APIC sets
+	 * the vector's TMR bit, and its EOI goes back to the sender
+	 * (vcpu_ops.level_eoi). ICR IPIs are edges. */
+	bool level;
 };
 
 struct apic {
@@ -124,6 +128,8 @@ struct apic {
 	uint64_t since[256];
 	uint8_t source[256];
 	uint64_t isr[4];
+	/* vectors last accepted level-triggered: their EOI is broadcast */
+	uint64_t tmr[4];
 
 	uint32_t id; /* the vCPU index, as CPUID reports it */
 	/* read by other vCPUs routing IPIs */
@@ -161,6 +167,9 @@ void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
  * delivery of its own. Returns how many raises merged or were dropped. */
 uint32_t apic_raise(struct apic *a, uint8_t vector, uint32_t times,
 		    bool accumulate, enum apic_source src, uint64_t since);
+/* Records how `vector` was last accepted into the IRR: level sets its TMR
+ * bit, so that its EOI reaches the I/O APIC; an edge clears it. */
+void apic_set_trigger(struct apic *a, uint8_t vector, bool level);
 /* The vector the guest may take now, or -1. */
 int apic_deliverable(const struct apic *a);
 /* The guest took `vector` (one delivery of it). */

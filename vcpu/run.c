@@ -34,21 +34,29 @@ static void fatal(struct vcpu *v, const char *fmt, ...)
 	v->ops->fatal(v, msg);
 }
 
-/* Vectors other threads sent (IPIs) join the local queue. */
+/*
+ * Vectors other threads sent (IPIs, the I/O APIC) join the local queue. A
+ * level bit is posted before its vector: one seen without its vector
+ * belongs to a post still under way, and goes back for the next pass.
+ */
 static void take_posted(struct vcpu *v)
 {
 	for (unsigned w = 0; w < 4; w++) {
-		uint64_t bits;
+		uint64_t bits, level;
 
 		if (!atomic_load_explicit(&v->posted[w], memory_order_relaxed))
 			continue;
 		bits = atomic_exchange(&v->posted[w], 0);
+		level = atomic_exchange(&v->posted_level[w], 0);
+		if (level & ~bits)
+			atomic_fetch_or(&v->posted_level[w], level & ~bits);
 		while (bits) {
 			unsigned b = (unsigned)__builtin_ctzll(bits);
+			uint8_t vector = (uint8_t)(w * 64 + b);
 
 			bits &= bits - 1;
-			apic_raise(&v->apic, (uint8_t)(w * 64 + b), 1, false,
-				   APIC_SRC_IPI, 0);
+			apic_raise(&v->apic, vector, 1, false, APIC_SRC_IPI, 0);
+			apic_set_trigger(&v->apic, vector, level & (1ull << b));
 		}
 	}
 }

@@ -46,6 +46,8 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	atomic_init(&v->kick_pending, false);
 	for (int i = 0; i < 4; i++)
 		atomic_init(&v->posted[i], 0);
+	for (unsigned i = 0; i < 4; i++)
+		atomic_init(&v->posted_level[i], 0);
 	atomic_init(&v->init_posted, false);
 	atomic_init(&v->sipi_posted, -1);
 	wheel_init(&v->wheel, now, 0);
@@ -121,7 +123,17 @@ void vcpu_kick(struct vcpu *v)
 
 void vcpu_post_vector(struct vcpu *v, uint8_t vector)
 {
-	atomic_fetch_or(&v->posted[vector / 64], 1ull << (vector % 64));
+	vcpu_post_vector_trigger(v, vector, false);
+}
+
+/* The level bit goes first: take_posted() reads it after the vector. */
+void vcpu_post_vector_trigger(struct vcpu *v, uint8_t vector, bool level)
+{
+	uint64_t bit = 1ull << (vector % 64);
+
+	if (level)
+		atomic_fetch_or(&v->posted_level[vector / 64], bit);
+	atomic_fetch_or(&v->posted[vector / 64], bit);
 	vcpu_kick(v);
 }
 
@@ -147,7 +159,7 @@ bool vcpu_send_ipi(struct vcpu *from, struct vcpu *to,
 	switch (ipi->mode) {
 	case APIC_DM_FIXED:
 	case APIC_DM_LOWEST:
-		vcpu_post_vector(to, ipi->vector);
+		vcpu_post_vector_trigger(to, ipi->vector, ipi->level);
 		return true;
 	case APIC_DM_INIT:
 		vcpu_post_init(to);

@@ -53,6 +53,10 @@ struct vcpu_ops {
 	/* An IPI from this vCPU's APIC to its destinations (the VM knows
 	 * the other vCPUs; the self shorthand never gets here). */
 	void (*ipi)(struct vcpu *v, const struct apic_ipi *ipi);
+	/* The guest's EOI of `vector`, which this APIC accepted
+	 * level-triggered (its TMR bit): for the I/O APIC's remote IRR. May
+	 * be NULL. */
+	void (*level_eoi)(struct vcpu *v, uint8_t vector);
 	/* Host CLOCK_MONOTONIC ns at which this vCPU's TSC reads `tsc` (now,
 	 * if it already has). */
 	uint64_t (*tsc_to_ns)(struct vcpu *v, uint64_t tsc);
@@ -128,6 +132,7 @@ struct vcpu {
 	_Atomic int state;
 	atomic_bool kick_pending;
 	_Atomic uint64_t posted[4]; /* vectors sent by other threads */
+	_Atomic uint64_t posted_level[4]; /* ...of which level-triggered */
 	atomic_bool init_posted;
 	_Atomic int sipi_posted; /* a vector, or -1 */
 
@@ -145,13 +150,15 @@ void vcpu_join(struct vcpu *v);
 
 void vcpu_kick(struct vcpu *v);
 void vcpu_post_vector(struct vcpu *v, uint8_t vector);
+/* The same, level-triggered (`level`): its TMR bit is set on acceptance. */
+void vcpu_post_vector_trigger(struct vcpu *v, uint8_t vector, bool level);
 /* INIT puts the vCPU in wait-for-SIPI; a SIPI then starts it in real mode
  * at vector << 12 (a SIPI to a vCPU not waiting is ignored). */
 void vcpu_post_init(struct vcpu *v);
 void vcpu_post_sipi(struct vcpu *v, uint8_t vector);
 /*
- * Delivers an IPI from `from`'s APIC to `to`, if `to` is one of its
- * destinations: fixed (and lowest priority, which lull gives to every
+ * Delivers an IPI from `from`'s APIC (NULL: from the I/O APIC) to `to`, if
+ * `to` is one of its destinations: fixed (and lowest priority, which lull gives to every
  * destination named, as fixed) vectors join its IRR; INIT and SIPI start
  * APs. False for a delivery mode lull does not model (NMI, SMI, ExtINT):
  * nothing is delivered. Any thread.

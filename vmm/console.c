@@ -52,6 +52,7 @@ static void *console_writer(void *arg)
 	for (;;) {
 		size_t tail, run;
 		ssize_t n;
+		bool room_again;
 
 		while (!c->queued && !c->closing)
 			pthread_cond_wait(&c->more, &c->lock);
@@ -81,6 +82,16 @@ static void *console_writer(void *arg)
 		}
 		if (!c->queued)
 			pthread_cond_broadcast(&c->drained);
+		room_again = c->room_wanted && c->room &&
+			     (c->closed ||
+			      CONSOLE_RING_SIZE - c->queued >= c->room_wanted);
+		if (room_again) {
+			/* without our lock: the UART calls us under its own */
+			c->room_wanted = 0;
+			pthread_mutex_unlock(&c->lock);
+			c->room(c->room_opaque);
+			pthread_mutex_lock(&c->lock);
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
@@ -189,8 +200,19 @@ bool console_has_room(struct console *c, size_t n)
 
 	pthread_mutex_lock(&c->lock);
 	room = c->closed || CONSOLE_RING_SIZE - c->queued >= n;
+	if (!room && n > c->room_wanted)
+		c->room_wanted = n;
 	pthread_mutex_unlock(&c->lock);
 	return room;
+}
+
+void console_set_room_callback(struct console *c, void (*room)(void *),
+			       void *opaque)
+{
+	pthread_mutex_lock(&c->lock);
+	c->room = room;
+	c->room_opaque = opaque;
+	pthread_mutex_unlock(&c->lock);
 }
 
 void console_close(struct console *c)

@@ -51,6 +51,10 @@ struct console {
 	int confined; /* 0 until the writer has confined itself; 1, or -errno */
 	char confine_err[160];
 	bool limit_said, full_said;
+	/* console_has_room said no; room() is owed when there is room */
+	size_t room_wanted;
+	void (*room)(void *opaque);
+	void *room_opaque;
 };
 
 /* Opens path ("-" or NULL: stdout) and starts the writer; fails if the
@@ -59,8 +63,15 @@ int console_open(struct console *c, const char *path, uint64_t limit,
 		 char *err, size_t errlen);
 /* Queues one byte, or drops and counts it; never blocks on the host. */
 void console_putc(struct console *c, uint8_t ch);
-/* Room for n more bytes in the ring (the UART's transmitter is free). */
+/* Room for n more bytes in the ring (the UART's transmitter is free).
+ * After a no, the room callback is called once there is room. */
 bool console_has_room(struct console *c, size_t n);
+/* Sets the callback (after console_open) that says the ring has room
+ * again: the UART's "THR empty" interrupt. It runs on the writer thread
+ * without the console lock, so it may take locks that are held around
+ * console calls. */
+void console_set_room_callback(struct console *c, void (*room)(void *),
+			       void *opaque);
 /* Waits up to CONSOLE_DRAIN_NS for the ring to drain, then stops the
  * writer (what is left counts as dropped; a blocked write is interrupted)
  * and closes the file. */

@@ -6,6 +6,8 @@
 #include "container_of.h"
 #include "hypercall.h"
 #include "io.h"
+#include "ioapic.h"
+#include "platform.h"
 #include "sandbox.h"
 #include "serial.h"
 #include "vm.h"
@@ -115,6 +117,12 @@ static void mmio(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 
 	if (apic_mmio(v, addr, write, len, data))
 		return;
+	if (addr >= PLATFORM_IOAPIC_GPA &&
+	    addr - PLATFORM_IOAPIC_GPA < PLATFORM_IOAPIC_SIZE) {
+		ioapic_mmio(&vm->ioapic, addr - PLATFORM_IOAPIC_GPA, write, len,
+			    data);
+		return;
+	}
 	atomic_fetch_add_explicit(&vm->unclaimed.mmio, 1, memory_order_relaxed);
 	if (!write)
 		memset(data, 0xff, len > 8 ? 8 : len);
@@ -141,15 +149,24 @@ static bool msr(struct vcpu *v, uint32_t index, bool write, uint64_t *data)
 	return false;
 }
 
-/* Routes an IPI to every vCPU its destination names (vcpu_send_ipi). What
- * lull does not model is counted and logged once. */
+/* Sends an interrupt message to every vCPU its destination names
+ * (vcpu_send_ipi); from is NULL for the I/O APIC. False if its delivery
+ * mode is not modelled: then it reached nobody. */
+static bool route_to_vcpus(struct vm *vm, struct vcpu *from,
+			   const struct apic_ipi *msg)
+{
+	for (unsigned i = 0; i < vm->nr_cpus_made; i++)
+		if (!vcpu_send_ipi(from, &vm->cpus[i].vcpu, msg))
+			return false;
+	return true;
+}
+
+/* Routes an IPI. What lull does not model is counted and logged once. */
 static void ipi(struct vcpu *v, const struct apic_ipi *ipi)
 {
 	struct vm *vm = vcpu_vm(v);
 
-	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
-		if (vcpu_send_ipi(v, &vm->cpus[i].vcpu, ipi))
-			continue;
+	if (!route_to_vcpus(vm, v, ipi)) {
 		atomic_fetch_add_explicit(&vm->unclaimed.ipi, 1,
 					  memory_order_relaxed);
 		if (first_sighting(&vm->unclaimed,
@@ -157,8 +174,29 @@ static void ipi(struct vcpu *v, const struct apic_ipi *ipi)
 			fprintf(stderr,
 				"lull: vcpu %u: IPI delivery mode %u is not supported: dropped; further ones are only counted\n",
 				v->index, ipi->mode);
-		return;
 	}
+}
+
+/* The I/O APIC sends only the modes vcpu_send_ipi takes. A stopping VM
+ * takes no more: its vCPU threads may be gone. */
+void vm_ioapic_deliver(void *opaque, const struct apic_ipi *msg)
+{
+	struct vm *vm = opaque;
+
+	if (!atomic_load(&vm->stop))
+		route_to_vcpus(vm, NULL, msg);
+}
+
+void vm_serial_irq(void *opaque, bool level)
+{
+	struct vm *vm = opaque;
+
+	ioapic_set_irq(&vm->ioapic, PLATFORM_COM1_GSI, level);
+}
+
+static void level_eoi(struct vcpu *v, uint8_t vector)
+{
+	ioapic_eoi(&vcpu_vm(v)->ioapic, vector);
 }
 
 static uint64_t tsc_to_ns(struct vcpu *v, uint64_t tsc)
@@ -196,6 +234,7 @@ const struct vcpu_ops vm_vcpu_ops = {
 	.mmio = mmio,
 	.msr = msr,
 	.ipi = ipi,
+	.level_eoi = level_eoi,
 	.tsc_to_ns = tsc_to_ns,
 	.resync = resync,
 	.confine = confine,

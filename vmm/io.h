@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vcpu.h"
@@ -31,5 +32,10 @@ struct unclaimed {
 void unclaimed_init(struct unclaimed *u);
 
 extern const struct vcpu_ops vm_vcpu_ops;
+
+/* The I/O APIC's messages to the vCPUs (an ioapic_deliver_fn; opaque is
+ * the VM), and COM1's interrupt line to its pin (a serial_irq_fn). */
+void vm_ioapic_deliver(void *opaque, const struct apic_ipi *msg);
+void vm_serial_irq(void *opaque, bool level);
 
 #endif

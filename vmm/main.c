@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "clock.h"
+#include "platform.h"
 #include "sandbox.h"
 #include "stats.h"
 #include "vm.h"
@@ -190,12 +191,13 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 				return usage_error(
 					"--mem %s: guest RAM must be at least 1M and a multiple of 4K",
 					optarg);
-			/* RAM is one flat mapping from 0; the APIC page is above */
-			if (n > APIC_DEFAULT_BASE)
+			/* RAM is one flat mapping from 0; the I/O APIC and
+			 * the local APIC page are above it */
+			if (n > PLATFORM_IOAPIC_GPA)
 				return usage_error(
-					"--mem %s: guest RAM ends below the local APIC page at 0x%x, so at most %uM",
-					optarg, APIC_DEFAULT_BASE,
-					APIC_DEFAULT_BASE >> 20);
+					"--mem %s: guest RAM ends below the I/O APIC at 0x%x, so at most %uM",
+					optarg, PLATFORM_IOAPIC_GPA,
+					PLATFORM_IOAPIC_GPA >> 20);
 			cfg->mem_size = n;
 			break;
 		case OPT_CMDLINE:

@@ -295,6 +295,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	atomic_init(&vm->stopped_once, false);
 	atomic_init(&vm->main_thread_known, false);
 	serial_init(&vm->serial, &vm->console);
+	ioapic_init(&vm->ioapic, vm_ioapic_deliver, vm);
+	serial_set_irq(&vm->serial, vm_serial_irq, vm);
 	unclaimed_init(&vm->unclaimed);
 	vm->start_ns = clock_now_ns();
 	vm->console.fd = -1;
@@ -316,6 +318,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		vm_err(vm, "%s", err);
 		return -LULL_EXIT_USAGE;
 	}
+	console_set_room_callback(&vm->console, serial_console_room,
+				  &vm->serial);
 	if (open_kvm(vm) < 0)
 		return -LULL_EXIT_NO_KVM;
 	r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);

@@ -22,6 +22,7 @@
 #include "io.h"
 #include "pvclock.h"
 #include "pvtimer.h"
+#include "ioapic.h"
 #include "serial.h"
 #include "vcpu.h"
 
@@ -105,6 +106,7 @@ struct vm {
 
 	struct console console;
 	struct serial serial;
+	struct ioapic ioapic;
 
 	/* untrusted-guest accounting */
 	atomic_uint_fast64_t hc_calls;

@@ -91,6 +91,13 @@ Test(cli, mem_over_the_apic_page)
 		    USAGE("--mem", "4G", "APIC"));
 }
 
+/* 4077M still ends below the local APIC page, but over the I/O APIC */
+Test(cli, mem_over_the_ioapic)
+{
+	check_usage(USAGE("run", "--mem", "4077M", guest("hello")),
+		    USAGE("--mem", "4077M", "I/O APIC", "4076M"));
+}
+
 Test(cli, apic_max_defer_not_a_number)
 {
 	check_usage(USAGE("run", "--apic-max-defer", "1ms", guest("hello")),

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The ioapic guest (guests/ioapic.c): lull's I/O APIC and COM1 interrupt
+ * against QEMU microvm with KVM (an I/O APIC at 0xfec00000, COM1 on pin
+ * 4). Under lull every case must pass; under QEMU too, except the cases
+ * where QEMU departs from a PC, listed below, which must fail there (so
+ * that a QEMU that changes is noticed); and both must run the same cases.
+ * The QEMU run skips where qemu-system-x86_64 is not installed.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+#define LIMIT_S 60.0
+
+/* QEMU's 16550 raises its IRQ whatever MCR.OUT2 says (serial_update_irq);
+ * on a PC, and in lull, OUT2 gates it. */
+static const char *const qemu_departs[] = { "out2_gates_irq" };
+
+static bool qemu_departs_in(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(qemu_departs) / sizeof(*qemu_departs); i++)
+		if (strlen(qemu_departs[i]) == len &&
+		    !strncmp(qemu_departs[i], name, len))
+			return true;
+	return false;
+}
+
+static void run_ioapic_lull(struct run *r)
+{
+	require_guest("ioapic");
+	run_lull(r, LIMIT_S, "run", guest("ioapic"), NULL);
+	cr_assert_not(r->killed, "lull ran over %.0f s\nstdout:\n%s", LIMIT_S,
+		      r->out);
+}
+
+static void run_ioapic_qemu(struct run *r)
+{
+	static char qemu[512];
+	char *argv[] = {
+		qemu, "-nodefaults", "-no-user-config", "-no-reboot",
+		"-display", "none", "-serial", "stdio", "-m", "64M",
+		"-smp", "1", "-accel", "kvm", "-cpu", "host",
+		"-machine", "microvm,pit=off,pic=off,rtc=off",
+		"-device", "isa-debug-exit,iobase=0xf4,iosize=4",
+		"-kernel", (char *)guest("ioapic"), NULL,
+	};
+	struct proc p;
+
+	require_guest("ioapic");
+	if (!in_path("qemu-system-x86_64", qemu, sizeof(qemu)))
+		cr_skip_test("needs qemu-system-x86_64, which is not installed");
+	cr_assert_eq(proc_spawn(&p, argv), 0);
+	proc_wait(&p, LIMIT_S, r);
+	cr_assert_not(r->killed, "QEMU ran over %.0f s\nstdout:\n%s", LIMIT_S,
+		      r->out);
+}
+
+/* "PASS name" in out, as a whole line. */
+static bool passes(const char *out, const char *name, size_t len)
+{
+	for (const char *l = out; (l = strstr(l, "PASS ")); l += 5)
+		if ((l == out || l[-1] == '\n') && !strncmp(l + 5, name, len) &&
+		    (l[5 + len] == '\n' || !l[5 + len]))
+			return true;
+	return false;
+}
+
+static unsigned case_lines(const char *out)
+{
+	unsigned n = 0;
+
+	for (const char *l = out; l; l = strchr(l, '\n'), l = l ? l + 1 : l)
+		n += !strncmp(l, "PASS ", 5) || !strncmp(l, "FAIL ", 5);
+	return n;
+}
+
+Test(ioapic, all_cases_pass_on_lull)
+{
+	struct run r;
+
+	run_ioapic_lull(&r);
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	cr_assert_gt(case_lines(r.out), 0, "no case lines:\n%s",
+		     r.out);
+	cr_assert_eq(count_lines_with(r.out, "FAIL"), 0, "%s", r.out);
+	cr_assert(strstr(r.out, "ioapic: PASS "), "no summary line:\n%s", r.out);
+	run_free(&r);
+}
+
+/* Each QEMU case line, name for name, against lull's. */
+Test(ioapic, lull_answers_as_qemu_microvm)
+{
+	struct run rl, rq;
+	unsigned qemu_cases = 0;
+
+	run_ioapic_qemu(&rq);
+	run_ioapic_lull(&rl);
+	for (const char *l = rq.out; *l;) {
+		const char *eol = strchr(l, '\n');
+		size_t len = eol ? (size_t)(eol - l) : strlen(l);
+		bool pass = !strncmp(l, "PASS ", 5);
+
+		if ((pass || !strncmp(l, "FAIL ", 5)) && len > 5) {
+			size_t n = strcspn(l + 5, ":\n");
+
+			qemu_cases++;
+			cr_assert_eq(pass, !qemu_departs_in(l + 5, n),
+				     "QEMU: %.*s\n(a case QEMU should %s)\n%s",
+				     (int)len, l,
+				     pass ? "fail, see qemu_departs" : "pass",
+				     rq.out);
+			cr_assert(passes(rl.out, l + 5, n),
+				  "%.*s: not a PASS on lull\nlull:\n%s\nQEMU:\n%s",
+				  (int)n, l + 5, rl.out, rq.out);
+		}
+		l += len + (eol != NULL);
+	}
+	cr_assert_gt(qemu_cases, 0, "QEMU: no case lines\n%s\n%s", rq.out,
+		     rq.err);
+	cr_assert_eq(case_lines(rl.out), qemu_cases,
+		     "lull ran cases QEMU did not\nlull:\n%s\nQEMU:\n%s",
+		     rl.out, rq.out);
+	run_free(&rl);
+	run_free(&rq);
+}
