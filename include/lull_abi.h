@@ -143,7 +143,27 @@ struct lull_shared_page {
 #define LULL_START_INFO_GPA 0x1000 /* hvm_start_info, then the memory map */
 #define LULL_CMDLINE_GPA 0x2000
 #define LULL_CMDLINE_MAX 4096 /* including the NUL */
-#define LULL_BOOT_AREA_END 0x3000 /* [0x1000, 0x3000) is the VMM's; ELF segments may not touch it */
+/*
+ * The PVH module list: one hvm_modlist_entry, the --initrd, which Linux's
+ * PVH entry takes for its initramfs. In the start_info page, after the
+ * memory map.
+ */
+#define LULL_MODLIST_GPA 0x1800
+/*
+ * A bzImage (the Linux x86 64-bit boot protocol) gets, beside the command
+ * line at LULL_CMDLINE_GPA: boot_params (the "zero page") at
+ * LULL_BOOT_PARAMS_GPA, a GDT at LULL_BOOT_GDT_GPA, and identity-mapped
+ * page tables for the first 4 GiB (2 MiB pages): the PML4 at
+ * LULL_BOOT_PML4_GPA, then the PDPT, then one page directory per GiB.
+ * The kernel copies what it keeps of them before it reuses any: the whole
+ * boot area is RAM in the memory map.
+ */
+#define LULL_BOOT_PARAMS_GPA 0x3000
+#define LULL_BOOT_GDT_GPA 0x4000
+#define LULL_BOOT_PML4_GPA 0x5000
+#define LULL_BOOT_PDPT_GPA 0x6000
+#define LULL_BOOT_PD_GPA 0x7000 /* four pages: 0..4 GiB */
+#define LULL_BOOT_AREA_END 0xB000 /* [0x1000, 0xB000) is the VMM's; ELF segments may not touch it */
 /*
  * ACPI (docs/abi.md): with lull's local APIC, an RSDP (revision 2) at
  * LULL_ACPI_RSDP_GPA, which hvm_start_info.rsdp_paddr names, leads through
@@ -166,6 +186,13 @@ struct lull_hvm_start_info {
 	uint64_t memmap_paddr;
 	uint32_t memmap_entries;
 	uint32_t reserved;
+};
+
+struct lull_hvm_modlist_entry {
+	uint64_t paddr;
+	uint64_t size;
+	uint64_t cmdline_paddr; /* 0: none */
+	uint64_t reserved;
 };
 
 struct lull_hvm_memmap_entry {

@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 
 #include "boot.h"
+#include "bzimage.h"
 #include "lull_abi.h"
 #include "vm.h"
 
@@ -205,6 +206,52 @@ static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info,
 	return 0;
 }
 
+static void long_mode_segment(struct kvm_segment *s, uint16_t selector,
+			      uint8_t type, bool code)
+{
+	flat_segment(s, selector, type);
+	s->l = code; /* 64-bit code; data keeps D/B */
+	s->db = !code;
+}
+
+/*
+ * Linux's 64-bit boot protocol: long mode, paging on the identity map of
+ * the first 4 GiB that bzimage.c wrote, CS = __BOOT_CS and the data
+ * segments __BOOT_DS from the GDT it wrote beside them, rsi = boot_params.
+ */
+static int linux64_entry_state(int fd, uint64_t entry, uint64_t boot_params,
+			       bool apic)
+{
+	struct kvm_sregs sregs;
+	struct kvm_regs regs = {
+		.rip = entry,
+		.rsi = boot_params,
+		.rflags = 0x2,
+	};
+
+	if (ioctl(fd, KVM_GET_SREGS, &sregs) < 0)
+		return -errno;
+	long_mode_segment(&sregs.cs, BZ_BOOT_CS, 0xb, true);
+	long_mode_segment(&sregs.ds, BZ_BOOT_DS, 0x3, false);
+	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+	sregs.tr = (struct kvm_segment){ .limit = 0x67,
+					 .type = 0xb,
+					 .present = 1 };
+	sregs.gdt.base = LULL_BOOT_GDT_GPA;
+	sregs.gdt.limit = BZ_GDT_ENTRIES * 8 - 1;
+	sregs.cr0 = 0x80000011; /* PG | ET | PE */
+	sregs.cr3 = LULL_BOOT_PML4_GPA;
+	sregs.cr4 = 0x20; /* PAE */
+	sregs.efer = 0x500; /* LMA | LME */
+	if (!apic)
+		sregs.apic_base = 0;
+	if (ioctl(fd, KVM_SET_SREGS, &sregs) < 0)
+		return -errno;
+	if (ioctl(fd, KVM_SET_REGS, &regs) < 0)
+		return -errno;
+	return 0;
+}
+
 /*
  * KVM serves its PV MSRs and hypercalls to any guest that knows their
  * numbers, advertised or not, unless the vCPU is held to its CPUID
@@ -226,7 +273,7 @@ static int enforce_pv_cpuid(int vcpu_fd)
 
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
 		    unsigned index, const struct vm_config *cfg, bool apic,
-		    uint32_t entry, uint32_t start_info)
+		    const struct boot_entry *entry)
 {
 	struct kvm_cpuid2 *c = vcpu_cpuid(supported, index, cfg, apic);
 	int r = 0;
@@ -238,5 +285,11 @@ int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
 	free(c);
 	if (r == 0)
 		r = enforce_pv_cpuid(vcpu_fd);
-	return r < 0 ? r : pvh_entry_state(vcpu_fd, entry, start_info, apic);
+	if (r < 0)
+		return r;
+	if (entry->protocol == BOOT_LINUX_64)
+		return linux64_entry_state(vcpu_fd, entry->rip, entry->info,
+					   apic);
+	return pvh_entry_state(vcpu_fd, (uint32_t)entry->rip,
+			       (uint32_t)entry->info, apic);
 }

@@ -3,9 +3,13 @@
  * The state a vCPU starts in: CPUID (KVM's supported set, one APIC ID per
  * vCPU, the local APIC only where the VM has lull's, lull's hypervisor
  * leaves at 0x40000000 and KVM's at 0x40000100 with only what KVM serves
- * without an irqchip: kvmclock) and the PVH entry state: 32-bit protected
- * mode, flat segments, paging off, ebx = start_info. Guests tell vCPUs
- * apart by APIC ID. docs/abi.md lists every leaf and bit.
+ * without an irqchip: kvmclock) and the entry state of one of two boot
+ * protocols. PVH: 32-bit protected mode, flat segments, paging off,
+ * ebx = start_info. Linux's 64-bit boot protocol (a bzImage): long mode
+ * on the page tables and GDT bzimage.c wrote in the boot area, CS
+ * __BOOT_CS, the data segments __BOOT_DS, rsi = boot_params. Interrupts
+ * off in both. Guests tell vCPUs apart by APIC ID. docs/abi.md lists
+ * every leaf and bit.
  */
 #ifndef LULL_BOOT_H
 #define LULL_BOOT_H
@@ -15,6 +19,18 @@
 #include <stdint.h>
 
 struct vm_config;
+
+enum boot_protocol {
+	BOOT_PVH, /* a PVH ELF: lull's guests, a Linux vmlinux */
+	BOOT_LINUX_64, /* a bzImage, entered at its 64-bit entry point */
+};
+
+struct boot_entry {
+	enum boot_protocol protocol;
+	uint64_t rip;
+	/* PVH: hvm_start_info's GPA (ebx); Linux: boot_params' GPA (rsi) */
+	uint64_t info;
+};
 
 /* CPUID.1:EBX[31:24], the initial APIC ID, is how a vCPU finds its index. */
 #define LULL_MAX_VCPUS 256u
@@ -27,6 +43,6 @@ int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out);
  */
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
 		    unsigned index, const struct vm_config *cfg, bool apic,
-		    uint32_t entry, uint32_t start_info);
+		    const struct boot_entry *entry);
 
 #endif

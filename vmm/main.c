@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bzimage.h"
 #include "clock.h"
 #include "platform.h"
 #include "sandbox.h"
@@ -24,16 +25,20 @@
 #define TO_STRING(x) STRINGIFY(x)
 
 static const char usage_text[] =
-	"usage: lull run [options] GUEST.elf\n"
+	"usage: lull run [options] KERNEL\n"
 	"       lull --help | --version\n"
 	"\n"
-	"Boots a PVH guest ELF under KVM. lull's exit status is the value the guest\n"
-	"writes to the debug-exit port 0xf4 (v & 0xff).\n"
+	"Boots KERNEL under KVM: a PVH ELF (lull's guests, a Linux vmlinux) or a Linux\n"
+	"bzImage (/boot/vmlinuz-*), told apart by their contents. lull's exit status\n"
+	"is the value the guest writes to the debug-exit port 0xf4 (v & 0xff).\n"
 	"\n"
 	"options for run:\n"
 	"  -c, --vcpus N              vCPUs (default 1; at most 256 and what KVM allows)\n"
 	"  -m, --mem SIZE             guest RAM, with K/M/G suffix (default 16M)\n"
-	"      --cmdline STRING       PVH command line for the guest (default empty)\n"
+	"      --cmdline STRING       the guest's command line (default: empty for a PVH\n"
+	"                             ELF, \"" BZ_DEFAULT_CMDLINE "\" for a bzImage)\n"
+	"      --initrd FILE          an initrd (initramfs) for the kernel: a bzImage's\n"
+	"                             ramdisk, a PVH guest's first module\n"
 	"      --timer-mode MODE      deferrable (default): deferrable guest timers never\n"
 	"                             wake the host while their vCPU is halted;\n"
 	"                             strict: every timer is hard, the classic baseline\n"
@@ -64,6 +69,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_CMDLINE = 256,
+	OPT_INITRD,
 	OPT_TIMER_MODE,
 	OPT_MISSED,
 	OPT_SLOP,
@@ -80,6 +86,7 @@ static const struct option long_options[] = {
 	{ "vcpus", required_argument, NULL, 'c' },
 	{ "mem", required_argument, NULL, 'm' },
 	{ "cmdline", required_argument, NULL, OPT_CMDLINE },
+	{ "initrd", required_argument, NULL, OPT_INITRD },
 	{ "timer-mode", required_argument, NULL, OPT_TIMER_MODE },
 	{ "missed-ticks", required_argument, NULL, OPT_MISSED },
 	{ "slop", required_argument, NULL, OPT_SLOP },
@@ -207,6 +214,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 					strlen(optarg), LULL_CMDLINE_MAX - 1);
 			cfg->cmdline = optarg;
 			break;
+		case OPT_INITRD:
+			cfg->initrd_path = optarg;
+			break;
 		case OPT_TIMER_MODE:
 			if (!strcmp(optarg, "deferrable"))
 				cfg->timer_mode = LULL_MODE_DEFERRABLE;
@@ -306,9 +316,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		return usage_error(
 			"--apic-max-defer defers APIC ticks, which --timer-mode strict never does: use one or the other");
 	if (optind >= argc)
-		return usage_error("run: no guest ELF given");
+		return usage_error("run: no kernel (guest ELF or bzImage) given");
 	if (optind + 1 < argc)
-		return usage_error("run: one guest ELF only ('%s' is extra)",
+		return usage_error("run: one kernel only ('%s' is extra)",
 				   argv[optind + 1]);
 	cfg->guest_path = argv[optind];
 	return 0;
@@ -362,6 +372,13 @@ int main(int argc, char **argv)
 	if (cfg.stats_path && same_file(cfg.stats_path, cfg.guest_path))
 		return usage_error("--stats %s is the guest image",
 				   cfg.stats_path);
+	if (cfg.initrd_path && cfg.console_path &&
+	    same_file(cfg.console_path, cfg.initrd_path))
+		return usage_error("--console %s is the initrd",
+				   cfg.console_path);
+	if (cfg.initrd_path && cfg.stats_path &&
+	    same_file(cfg.stats_path, cfg.initrd_path))
+		return usage_error("--stats %s is the initrd", cfg.stats_path);
 	if (cfg.stats_path && (r = stats_open(&stats, cfg.stats_path)) < 0)
 		return usage_error("cannot write --stats to %s: %s",
 				   cfg.stats_path, strerror(-r));

@@ -45,7 +45,6 @@ typedef unsigned long long
 #define PVH_HIGH_RAM_START (1 * MiB)
 #define PVH_MEMMAP_GPA \
 	(LULL_START_INFO_GPA + sizeof(struct lull_hvm_start_info))
-#define PVH_MEMMAP_MAX 3
 
 _Static_assert(PVH_MEMMAP_GPA % 8 == 0,
 	       "memory map entries must be 8-byte aligned");
@@ -53,6 +52,13 @@ _Static_assert(PVH_MEMMAP_GPA + PVH_MEMMAP_MAX *
 					sizeof(struct lull_hvm_memmap_entry) <=
 		       LULL_CMDLINE_GPA,
 	       "start_info and memory map must end before the command line");
+_Static_assert(PVH_MEMMAP_GPA + PVH_MEMMAP_MAX *
+					sizeof(struct lull_hvm_memmap_entry) <=
+			       LULL_MODLIST_GPA &&
+		       LULL_MODLIST_GPA + sizeof(struct lull_hvm_modlist_entry) <=
+			       LULL_CMDLINE_GPA &&
+		       LULL_MODLIST_GPA % 8 == 0,
+	       "the module list must lie between the memory map and the command line");
 _Static_assert(LULL_CMDLINE_GPA + LULL_CMDLINE_MAX <= LULL_BOOT_AREA_END,
 	       "the command line must fit in the boot area");
 _Static_assert(LULL_ACPI_RSDP_GPA >= PVH_LOW_RAM_END &&
@@ -605,7 +611,8 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
 }
 
 /*
- * The memory map, e820 style. Below 1 MiB it is the PC layout QEMU's microvm
+ * The memory map, e820 style, for both boot protocols (bzimage.c copies it
+ * into boot_params). Below 1 MiB it is the PC layout QEMU's microvm
  * reports too: conventional RAM up to 0xA0000, then the legacy VGA/BIOS hole
  * as reserved, so a guest that works here works there. lull backs the hole
  * with RAM anyway (guest RAM is one flat mapping); reporting it reserved
@@ -616,8 +623,8 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
  * The boot area is reported as RAM: once the guest has read start_info and
  * the command line, that memory is the guest's.
  */
-static unsigned int build_memmap(uint64_t ram_size,
-				 struct lull_hvm_memmap_entry *map)
+unsigned int pvh_memory_map(uint64_t ram_size,
+			    struct lull_hvm_memmap_entry map[PVH_MEMMAP_MAX])
 {
 	unsigned int n = 0;
 	uint64_t low_end =
@@ -674,7 +681,7 @@ int64_t pvh_write_start_info(void *ram, uint64_t ram_size, const char *cmdline,
 				strlen(cmdline), LULL_CMDLINE_MAX - 1);
 	}
 
-	si.memmap_entries = build_memmap(ram_size, map);
+	si.memmap_entries = pvh_memory_map(ram_size, map);
 	memcpy(mem + PVH_MEMMAP_GPA, map, si.memmap_entries * sizeof(map[0]));
 	if (len) {
 		memcpy(mem + LULL_CMDLINE_GPA, cmdline, len + 1);
@@ -682,4 +689,30 @@ int64_t pvh_write_start_info(void *ram, uint64_t ram_size, const char *cmdline,
 	}
 	memcpy(mem + LULL_START_INFO_GPA, &si, sizeof(si));
 	return LULL_START_INFO_GPA;
+}
+
+int pvh_add_initrd(void *ram, uint64_t ram_size, uint64_t paddr, uint64_t size,
+		   char *err, size_t err_len)
+{
+	struct lull_hvm_modlist_entry mod = { .paddr = paddr, .size = size };
+	struct lull_hvm_start_info si;
+	uint8_t *mem = ram;
+	char buf[32];
+
+	if (ram_size < LULL_BOOT_AREA_END)
+		return errmsg(
+			err, err_len, ERANGE,
+			"guest RAM (%s) is too small to hold the boot area, which ends at 0x%x",
+			size_str(buf, ram_size), LULL_BOOT_AREA_END);
+	if (!size || paddr > ram_size || size > ram_size - paddr)
+		return errmsg(
+			err, err_len, ERANGE,
+			"the initrd [0x%llx, +0x%llx) is empty or not inside guest RAM (%s)",
+			(ull)paddr, (ull)size, size_str(buf, ram_size));
+	memcpy(&si, mem + LULL_START_INFO_GPA, sizeof(si));
+	si.nr_modules = 1;
+	si.modlist_paddr = LULL_MODLIST_GPA;
+	memcpy(mem + LULL_MODLIST_GPA, &mod, sizeof(mod));
+	memcpy(mem + LULL_START_INFO_GPA, &si, sizeof(si));
+	return 0;
 }

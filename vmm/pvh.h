@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lull_abi.h"
+
 struct pvh_image {
 	uint32_t
 		entry; /* XEN_ELFNOTE_PHYS32_ENTRY value: 32-bit physical entry */
@@ -54,6 +56,26 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
  */
 int64_t pvh_write_start_info(void *ram, uint64_t ram_size, const char *cmdline,
 			     uint64_t rsdp_paddr, char *err, size_t err_len);
+
+/*
+ * After pvh_write_start_info: names one module, the initrd at
+ * [paddr, paddr + size) (already in guest RAM), in a hvm_modlist_entry at
+ * LULL_MODLIST_GPA; Linux's PVH entry takes the first module as its
+ * initramfs. Errors: -ERANGE (the initrd is empty or not inside RAM, or RAM
+ * is smaller than the boot area).
+ */
+int pvh_add_initrd(void *ram, uint64_t ram_size, uint64_t paddr, uint64_t size,
+		   char *err, size_t err_len);
+
+/*
+ * The guest's memory map, one model for both boot protocols: RAM
+ * [0, 0xA0000), reserved up to 1 MiB (the ACPI area is in there), RAM from
+ * 1 MiB to ram_size; entries cut at ram_size. Returns the entry count.
+ */
+#define PVH_MEMMAP_MAX 3
+
+unsigned int pvh_memory_map(uint64_t ram_size,
+			    struct lull_hvm_memmap_entry map[PVH_MEMMAP_MAX]);
 
 /*
  * Reads a whole regular file (the guest ELF) into a malloc'd buffer the

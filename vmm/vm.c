@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* VM lifecycle: KVM setup, guest RAM, boot, the wait for a stop, teardown. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -13,7 +14,9 @@
 
 #include "acpi.h"
 #include "boot.h"
+#include "bzimage.h"
 #include "clock.h"
+#include "initrd.h"
 #include "io.h"
 #include "pvh.h"
 #include "sandbox.h"
@@ -92,44 +95,133 @@ static int register_ram(struct vm *vm)
 	return 0;
 }
 
-static int load_guest(struct vm *vm, uint32_t *entry, bool *all_vcpus_enter)
+/* What the load step found, for the boot information and the vCPUs. */
+struct loaded_guest {
+	enum boot_protocol protocol;
+	uint64_t entry;
+	bool all_vcpus_enter;
+	/* the range the kernel occupies while it boots: the initrd keeps off */
+	uint64_t kernel_start, kernel_end;
+	struct bzimage_kernel bz; /* BOOT_LINUX_64 */
+	const char *cmdline; /* --cmdline, or a bzImage's default */
+	uint64_t initrd_addr, initrd_size; /* size 0: no --initrd */
+};
+
+static bool is_elf(const void *file, size_t size)
+{
+	return size >= SELFMAG && memcmp(file, ELFMAG, SELFMAG) == 0;
+}
+
+/*
+ * The image's format comes from its first bytes: an ELF is a PVH guest
+ * (pvh.c says why if it has no PVH note), a bzImage boots by Linux's
+ * 64-bit protocol. A bzImage with no --cmdline gets BZ_DEFAULT_CMDLINE.
+ * Returns 0 or a negative exit status.
+ */
+static int load_kernel(struct vm *vm, const void *file, size_t size,
+		       struct loaded_guest *g, char *err, size_t err_len)
+{
+	struct pvh_image img;
+	int r;
+
+	g->cmdline = vm->cfg.cmdline;
+	if (is_elf(file, size)) {
+		r = pvh_load_elf(file, size, vm->ram, vm->ram_size, &img, err,
+				 err_len);
+		if (r < 0)
+			return -LULL_EXIT_BAD_GUEST;
+		g->protocol = BOOT_PVH;
+		g->entry = img.entry;
+		g->all_vcpus_enter = img.all_vcpus_enter;
+		g->kernel_start = img.load_start;
+		g->kernel_end = img.load_end;
+		return 0;
+	}
+	if (!bzimage_detect(file, size)) {
+		snprintf(err, err_len,
+			 "not a PVH ELF or a bzImage: no ELF magic, and no boot flag 0xAA55 with \"HdrS\" at 0x1fe");
+		return -LULL_EXIT_BAD_GUEST;
+	}
+	r = bzimage_load(file, size, vm->ram, vm->ram_size, &g->bz, err,
+			 err_len);
+	if (r < 0)
+		return -LULL_EXIT_BAD_GUEST;
+	g->protocol = BOOT_LINUX_64;
+	g->entry = g->bz.entry;
+	g->kernel_start = g->bz.load_addr;
+	g->kernel_end = g->bz.load_addr + g->bz.init_size;
+	if (!g->cmdline)
+		g->cmdline = BZ_DEFAULT_CMDLINE;
+	if (bzimage_check_cmdline(&g->bz, g->cmdline, err, err_len) < 0)
+		return -LULL_EXIT_USAGE;
+	return 0;
+}
+
+/* --initrd: read like the kernel, put as high as the kernel allows. */
+static int load_initrd(struct vm *vm, struct loaded_guest *g)
+{
+	const char *path = vm->cfg.initrd_path;
+	uint64_t limit = g->protocol == BOOT_LINUX_64 ? g->bz.initrd_limit :
+							 UINT64_MAX;
+	char err[200] = "";
+	void *file;
+	size_t size;
+	int r;
+
+	r = pvh_read_file(path, &file, &size, err, sizeof(err));
+	if (r < 0)
+		goto fail;
+	r = initrd_place(vm->ram_size, size, limit, g->kernel_start,
+			 g->kernel_end, &g->initrd_addr, err, sizeof(err));
+	if (r == 0) {
+		memcpy(vm->ram + g->initrd_addr, file, size);
+		g->initrd_size = size;
+	}
+	free(file);
+	if (r == 0)
+		return 0;
+fail:
+	vm_err(vm, "--initrd %s: %s", path, err);
+	return -LULL_EXIT_BAD_GUEST;
+}
+
+static int load_guest(struct vm *vm, struct loaded_guest *g)
 {
 	char err[200] = "";
-	struct pvh_image img;
 	void *file;
 	size_t size;
 	int r;
 
 	r = pvh_read_file(vm->cfg.guest_path, &file, &size, err, sizeof(err));
-	if (r < 0)
-		goto fail;
-	r = pvh_load_elf(file, size, vm->ram, vm->ram_size, &img, err,
-			 sizeof(err));
+	if (r < 0) {
+		vm_err(vm, "%s: %s", vm->cfg.guest_path, err);
+		return -LULL_EXIT_BAD_GUEST;
+	}
+	r = load_kernel(vm, file, size, g, err, sizeof(err));
 	free(file);
-	if (r < 0)
-		goto fail;
-	*entry = img.entry;
-	*all_vcpus_enter = img.all_vcpus_enter;
-	return 0;
-fail:
-	vm_err(vm, "%s: %s", vm->cfg.guest_path, err);
-	return r;
+	if (r < 0) {
+		vm_err(vm, "%s: %s", vm->cfg.guest_path, err);
+		return r;
+	}
+	return vm->cfg.initrd_path ? load_initrd(vm, g) : 0;
 }
 
 _Static_assert(APIC_DEFAULT_BASE == 0xfee00000u,
 	       "acpi.c's MADT names the xAPIC page at 0xfee00000");
 
 /*
- * What the guest reads at its entry: hvm_start_info and, where the VM has
- * lull's local APIC, the ACPI tables that tell an unmodified OS about it
- * (Linux finds its CPUs and their APICs only in a MADT). Written once KVM
- * has said whether there is an APIC (route_msrs). The CLI has already
- * refused what could fail here (a command line too long, RAM below 1 MiB).
+ * What the guest reads at its entry: hvm_start_info (PVH) or boot_params
+ * (bzImage) and, where the VM has lull's local APIC, the ACPI tables that
+ * tell an unmodified OS about it (Linux finds its CPUs and their APICs
+ * only in a MADT). Written once KVM has said whether there is an APIC
+ * (route_msrs). The CLI and the load step have already refused what could
+ * fail here (a command line too long, RAM below 1 MiB).
  */
-static int write_boot_info(struct vm *vm, uint32_t *start_info)
+static int write_boot_info(struct vm *vm, const struct loaded_guest *g,
+			   struct boot_entry *entry)
 {
 	char err[200] = "";
-	int64_t rsdp = 0, si;
+	int64_t rsdp = 0, info;
 
 	if (vm->has_apic) {
 		rsdp = acpi_write_tables(vm->ram, vm->ram_size,
@@ -139,13 +231,30 @@ static int write_boot_info(struct vm *vm, uint32_t *start_info)
 			return (int)rsdp;
 		}
 	}
-	si = pvh_write_start_info(vm->ram, vm->ram_size, vm->cfg.cmdline,
-				  (uint64_t)rsdp, err, sizeof(err));
-	if (si < 0) {
-		vm_err(vm, "%s", err);
-		return (int)si;
+	if (g->protocol == BOOT_LINUX_64) {
+		info = bzimage_write_boot_params(vm->ram, vm->ram_size, &g->bz,
+						 g->cmdline, g->initrd_addr,
+						 g->initrd_size, (uint64_t)rsdp,
+						 err, sizeof(err));
+	} else {
+		info = pvh_write_start_info(vm->ram, vm->ram_size, g->cmdline,
+					    (uint64_t)rsdp, err, sizeof(err));
+		if (info >= 0 && g->initrd_size) {
+			int r = pvh_add_initrd(vm->ram, vm->ram_size,
+					       g->initrd_addr, g->initrd_size,
+					       err, sizeof(err));
+
+			if (r < 0)
+				info = r;
+		}
 	}
-	*start_info = (uint32_t)si;
+	if (info < 0) {
+		vm_err(vm, "%s", err);
+		return (int)info;
+	}
+	*entry = (struct boot_entry){ .protocol = g->protocol,
+				      .rip = g->entry,
+				      .info = (uint64_t)info };
 	return 0;
 }
 
@@ -211,7 +320,7 @@ static bool kvm_tsc_stable(int vm_fd)
 	       (d.flags & KVM_CLOCK_TSC_STABLE);
 }
 
-static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info,
+static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			bool all_vcpus_enter)
 {
 	struct kvm_cpuid2 *cpuid;
@@ -251,10 +360,9 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info,
 		/* an unmodified OS starts its APs itself, with INIT and SIPI */
 		v->wait_for_sipi = i > 0 && !all_vcpus_enter;
 		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, vm->has_apic,
-				    entry, start_info);
+				    entry);
 		if (r < 0) {
-			vm_err(vm,
-			       "cannot put vCPU %u in the PVH entry state: %s",
+			vm_err(vm, "cannot put vCPU %u in its entry state: %s",
 			       i, strerror(-r));
 			break;
 		}
@@ -283,8 +391,8 @@ static int create_vcpus(struct vm *vm, uint32_t entry, uint32_t start_info,
 
 int vm_create(struct vm *vm, const struct vm_config *cfg)
 {
-	uint32_t entry = 0, start_info = 0;
-	bool all_vcpus_enter = false;
+	struct loaded_guest guest = { 0 };
+	struct boot_entry entry;
 	char err[200];
 	int r;
 
@@ -310,8 +418,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	 */
 	if (map_ram(vm) < 0)
 		return -LULL_EXIT_HOST;
-	if (load_guest(vm, &entry, &all_vcpus_enter) < 0)
-		return -LULL_EXIT_BAD_GUEST;
+	r = load_guest(vm, &guest);
+	if (r < 0)
+		return r;
 	r = console_open(&vm->console, cfg->console_path, cfg->console_limit,
 			 err, sizeof(err));
 	if (r < 0) {
@@ -339,9 +448,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	}
 	if (register_ram(vm) < 0 || route_msrs(vm) < 0)
 		return -LULL_EXIT_HOST;
-	if (write_boot_info(vm, &start_info) < 0)
+	if (write_boot_info(vm, &guest, &entry) < 0)
 		return -LULL_EXIT_USAGE;
-	if (create_vcpus(vm, entry, start_info, all_vcpus_enter) < 0)
+	if (create_vcpus(vm, &entry, guest.all_vcpus_enter) < 0)
 		return -LULL_EXIT_HOST;
 	return 0;
 }

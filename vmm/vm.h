@@ -43,7 +43,8 @@ struct vm_config {
 	uint64_t apic_max_defer_ns;
 	unsigned nr_slots;
 	double timeout_s; /* 0: none */
-	const char *cmdline;
+	const char *cmdline; /* NULL: none given (a bzImage gets a default) */
+	const char *initrd_path; /* --initrd; NULL: none */
 	const char *console_path; /* NULL: stdout */
 	uint64_t console_limit; /* bytes; 0: none */
 	const char *stats_path; /* NULL: none, "-": stdout */

@@ -319,10 +319,87 @@ Test(cli, guest_elf_exec_without_pvh_note)
 	unlink(path);
 }
 
+/* lull run ARGS... must end with status 65, one line, mentioning want. */
+static void check_bad_input(const char *const args[], const char *const want[])
+{
+	char *argv[16];
+	int n = 0;
+	struct run r;
+
+	for (; *args; args++)
+		argv[n++] = (char *)*args;
+	argv[n] = NULL;
+	run_lullv(&r, LIMIT_S, argv);
+
+	cr_assert_not(r.killed);
+	cr_assert_eq(r.status, 65, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert_eq(count_lines(r.err), 1, "want one sentence, got:\n%s",
+		     r.err);
+	assert_sentence(r.err, want);
+	cr_assert_str_empty(r.out, "stdout:\n%s", r.out);
+	run_free(&r);
+}
+
+/* Neither ELF nor bzImage: the sentence names both formats. */
+Test(cli, kernel_garbage_names_both_formats)
+{
+	char path[] = "/tmp/lull-garbage-XXXXXX";
+
+	make_file(path, NULL, 4096);
+	check_bad_input(USAGE("run", path),
+			USAGE("not a PVH ELF or a bzImage"));
+	unlink(path);
+}
+
+/* A bzImage's magic over a file that ends inside its setup header. */
+Test(cli, kernel_truncated_bzimage)
+{
+	char path[] = "/tmp/lull-bztrunc-XXXXXX";
+	unsigned char b[0x240] = { 0 };
+
+	b[0x1fe] = 0x55;
+	b[0x1ff] = 0xaa;
+	b[0x201] = 0x6a; /* the header runs to 0x26c */
+	memcpy(b + 0x202, "HdrS", 4);
+	b[0x206] = 0x0f;
+	b[0x207] = 0x02;
+	make_file(path, b, sizeof(b));
+	check_bad_input(USAGE("run", path),
+			USAGE("truncated bzImage", "0x26c"));
+	unlink(path);
+}
+
+Test(cli, initrd_missing)
+{
+	require_guest("hello");
+	check_bad_input(USAGE("run", "--initrd", "/nonexistent/lull/initrd.cpio",
+			      guest("hello")),
+			USAGE("--initrd", "/nonexistent/lull/initrd.cpio",
+			      "no such file"));
+}
+
+/* An initrd bigger than guest RAM: refused before KVM is asked for anything. */
+Test(cli, initrd_too_big)
+{
+	char path[] = "/tmp/lull-bigrd-XXXXXX";
+	int fd;
+
+	require_guest("hello");
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 4 << 20), 0);
+	close(fd);
+	check_bad_input(USAGE("run", "--mem", "4M", "--initrd", path,
+			      guest("hello")),
+			USAGE("--initrd", "does not fit", "--mem"));
+	unlink(path);
+}
+
 static const char *const run_options[] = {
 	"--vcpus",
 	"--mem",
 	"--cmdline",
+	"--initrd",
 	"--timer-mode",
 	"--missed-ticks",
 	"--slop",
