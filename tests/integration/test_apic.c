@@ -94,6 +94,23 @@ static void run_apic_qemu(struct run *r)
 		      r->out);
 }
 
+/*
+ * The reference is itself a KVM nested on an emulated CPU where no
+ * /dev/kvm exists, and there it has failed a case it passes on hardware
+ * (an xAPIC self-IPI taken twice, in one suite run). A reference run
+ * with a failing case is run once more and the second run is the
+ * answer; the first one's failures are logged. lull gets no such retry.
+ */
+static void run_apic_reference(struct run *r)
+{
+	run_apic_qemu(r);
+	if (count_lines_with(r->out, "FAIL") == 0)
+		return;
+	cr_log_warn("QEMU/KVM failed a case, running it again:\n%s", r->out);
+	run_free(r);
+	run_apic_qemu(r);
+}
+
 /* Every case passed, and the guest said so. */
 static void assert_all_pass(const char *who, const struct run *r)
 {
@@ -124,7 +141,7 @@ Test(apic, all_cases_pass_on_qemu_kvm)
 {
 	struct run r;
 
-	run_apic_qemu(&r);
+	run_apic_reference(&r);
 	cr_assert_eq(r.status, 1, "status %d\nstdout:\n%s\nstderr:\n%s",
 		     r.status, r.out, r.err);
 	assert_all_pass("QEMU/KVM", &r);
@@ -138,7 +155,7 @@ Test(apic, lull_answers_as_kvm)
 	size_t used = 0;
 	struct run rl, rq;
 
-	run_apic_qemu(&rq);
+	run_apic_reference(&rq);
 	run_apic_lull(&rl);
 	parse_cases(rq.out, &on_kvm);
 	parse_cases(rl.out, &on_lull);
