@@ -6,6 +6,7 @@
 #include "container_of.h"
 #include "hypercall.h"
 #include "io.h"
+#include "power.h"
 #include "sandbox.h"
 #include "serial.h"
 #include "vm.h"
@@ -46,6 +47,27 @@ static void debug_exit(struct vm *vm, unsigned size, const uint8_t *data)
 	vm_request_stop(vm, VM_STOP_GUEST_EXIT, (int)(value & 0xff), reason);
 }
 
+/* The ACPI sleep and reset registers (power.h); false if not one. */
+static bool power_port(struct vm *vm, struct vcpu *v, uint16_t port,
+		       bool out, unsigned size, uint8_t *data)
+{
+	switch (power_io(&vm->power, v->index, port, out, size, data)) {
+	case POWER_UNCLAIMED:
+		return false;
+	case POWER_HANDLED:
+		break;
+	case POWER_OFF:
+		vm_request_stop(vm, VM_STOP_POWEROFF, 0,
+				"the guest powered off");
+		break;
+	case POWER_RESET:
+		vm_request_stop(vm, VM_STOP_RESET, LULL_EXIT_REBOOT,
+				"the guest asked for a reset");
+		break;
+	}
+	return true;
+}
+
 static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
 		    unsigned count, uint8_t *data)
 {
@@ -64,7 +86,7 @@ static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
 			debug_exit(vm, size, data);
 		} else if (port == LULL_HCALL_PORT && out && count == 1) {
 			hypercall_exit(vm, cpu_of(v));
-		} else {
+		} else if (!power_port(vm, v, port, out, size, data)) {
 			log_unclaimed_port(vm, v, port, out, size);
 			if (!out)
 				memset(data, 0xff, size);

@@ -296,6 +296,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	atomic_init(&vm->main_thread_known, false);
 	serial_init(&vm->serial, &vm->console);
 	unclaimed_init(&vm->unclaimed);
+	power_init(&vm->power);
 	vm->start_ns = clock_now_ns();
 	vm->console.fd = -1;
 

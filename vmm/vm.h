@@ -4,7 +4,8 @@
  *
  * vm_create() builds everything from a vm_config and loads the guest;
  * vm_run() starts the vCPU threads and waits for the first reason to stop
- * (debug-exit write, guest crash, --timeout, SIGINT/SIGTERM), then stops
+ * (debug-exit write, ACPI power-off or a reset, guest crash, --timeout,
+ * SIGINT/SIGTERM), then stops
  * every vCPU and returns lull's exit status. Errors inside are negative errno
  * values with one sentence in vm->error; main() prints it.
  */
@@ -20,6 +21,7 @@
 #include "console.h"
 #include "exit_status.h"
 #include "io.h"
+#include "power.h"
 #include "pvclock.h"
 #include "pvtimer.h"
 #include "serial.h"
@@ -68,6 +70,8 @@ enum vm_stop_cause {
 	VM_STOP_TIMEOUT,
 	VM_STOP_SIGNAL,
 	VM_STOP_HOST, /* lull could not go on: a thread, a filter */
+	VM_STOP_POWEROFF, /* the guest entered ACPI S5 (power.h): status 0 */
+	VM_STOP_RESET, /* the guest asked for a reset: LULL_EXIT_REBOOT */
 };
 
 struct vm_cpu {
@@ -95,6 +99,7 @@ struct vm {
 
 	struct console console;
 	struct serial serial;
+	struct power power;
 
 	/* untrusted-guest accounting */
 	atomic_uint_fast64_t hc_calls;
