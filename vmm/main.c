@@ -324,7 +324,7 @@ static bool same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
-/* One line on stderr, unless the guest chose the status itself. */
+/* One line on stderr, unless the guest wrote its status to debug-exit. */
 static void report_stop(const struct vm *vm)
 {
 	if (vm->stop_cause == VM_STOP_CRASH)
