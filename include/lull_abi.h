@@ -167,7 +167,8 @@ struct lull_shared_page {
 /*
  * ACPI (docs/abi.md): with lull's local APIC, an RSDP (revision 2) at
  * LULL_ACPI_RSDP_GPA, which hvm_start_info.rsdp_paddr names, leads through
- * an XSDT to a MADT with one Processor Local APIC entry per vCPU. All of
+ * an XSDT to a FADT (hardware-reduced, with its DSDT) and a MADT with one
+ * Processor Local x2APIC entry per vCPU and the I/O APIC. All of
  * them lie in [LULL_ACPI_RSDP_GPA, LULL_ACPI_AREA_END), inside the range
  * the memory map reports reserved; ELF segments may not touch it either.
  * Without the APIC there are no tables and rsdp_paddr is 0.

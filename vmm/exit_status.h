@@ -8,6 +8,11 @@
 #ifndef LULL_EXIT_STATUS_H
 #define LULL_EXIT_STATUS_H
 
+/* The guest asked for a reset (ACPI reset register, i8042 reset pulse):
+ * lull does not reboot it but ends, so that whoever started it decides.
+ * 32 is crosvm's status for a guest reset; it lies below sysexits.h's
+ * 64-78 and collides with no other status of lull's. */
+#define LULL_EXIT_REBOOT 32
 #define LULL_EXIT_USAGE 64 /* bad command line */
 #define LULL_EXIT_BAD_GUEST \
 	65 /* guest ELF missing, malformed, not PVH, too big */

@@ -8,6 +8,7 @@
 #include "io.h"
 #include "ioapic.h"
 #include "platform.h"
+#include "power.h"
 #include "sandbox.h"
 #include "serial.h"
 #include "vm.h"
@@ -48,6 +49,27 @@ static void debug_exit(struct vm *vm, unsigned size, const uint8_t *data)
 	vm_request_stop(vm, VM_STOP_GUEST_EXIT, (int)(value & 0xff), reason);
 }
 
+/* The ACPI sleep and reset registers (power.h); false if not one. */
+static bool power_port(struct vm *vm, struct vcpu *v, uint16_t port,
+		       bool out, unsigned size, uint8_t *data)
+{
+	switch (power_io(&vm->power, v->index, port, out, size, data)) {
+	case POWER_UNCLAIMED:
+		return false;
+	case POWER_HANDLED:
+		break;
+	case POWER_OFF:
+		vm_request_stop(vm, VM_STOP_POWEROFF, 0,
+				"the guest powered off");
+		break;
+	case POWER_RESET:
+		vm_request_stop(vm, VM_STOP_RESET, LULL_EXIT_REBOOT,
+				"the guest asked for a reset");
+		break;
+	}
+	return true;
+}
+
 /* One access (of a string instruction's count); returns who took it. */
 static enum io_class port_access(struct vcpu *v, uint16_t port, bool out,
 				 unsigned size, unsigned count, uint8_t *data)
@@ -74,6 +96,8 @@ static enum io_class port_access(struct vcpu *v, uint16_t port, bool out,
 		hypercall_exit(vm, cpu_of(v));
 		return IO_CLASS_HYPERCALL;
 	}
+	if (power_port(vm, v, port, out, size, data))
+		return IO_CLASS_PLATFORM;
 	log_unclaimed_port(vm, v, port, out, size);
 	if (!out)
 		memset(data, 0xff, size);

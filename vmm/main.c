@@ -30,7 +30,8 @@ static const char usage_text[] =
 	"\n"
 	"Boots KERNEL under KVM: a PVH ELF (lull's guests, a Linux vmlinux) or a Linux\n"
 	"bzImage (/boot/vmlinuz-*), told apart by their contents. lull's exit status\n"
-	"is the value the guest writes to the debug-exit port 0xf4 (v & 0xff).\n"
+	"is the value the guest writes to the debug-exit port 0xf4 (v & 0xff), or 0\n"
+	"when it powers off through ACPI (S5).\n"
 	"\n"
 	"options for run:\n"
 	"  -c, --vcpus N              vCPUs (default 1; at most 256 and what KVM allows)\n"
@@ -60,7 +61,9 @@ static const char usage_text[] =
 	"  -h, --help                 this text\n"
 	"  -V, --version              lull's version\n"
 	"\n"
-	"exit status: the guest's debug-exit value; 64 bad usage; 65 bad guest image;\n"
+	"exit status: the guest's debug-exit value; 0 the guest powered off (ACPI S5);\n"
+	"32 the guest asked for a reset (ACPI reset register, 0xfe to port 0x64);\n"
+	"64 bad usage; 65 bad guest image;\n"
 	"69 /dev/kvm missing or not permitted; 71 host refused a resource; 74 the\n"
 	"--stats write failed (when the guest's status was 0); 124 timeout;\n"
 	"125 guest crashed (triple fault, KVM internal error, failed entry);\n"
@@ -333,7 +336,7 @@ static bool same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
-/* One line on stderr, unless the guest chose the status itself. */
+/* One line on stderr, unless the guest wrote its status to debug-exit. */
 static void report_stop(const struct vm *vm)
 {
 	if (vm->stop_cause == VM_STOP_CRASH)

@@ -406,6 +406,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	ioapic_init(&vm->ioapic, vm_ioapic_deliver, vm);
 	serial_set_irq(&vm->serial, vm_serial_irq, vm);
 	unclaimed_init(&vm->unclaimed);
+	power_init(&vm->power);
 	vm->start_ns = clock_now_ns();
 	vm->console.fd = -1;
 

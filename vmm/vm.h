@@ -4,7 +4,8 @@
  *
  * vm_create() builds everything from a vm_config and loads the guest;
  * vm_run() starts the vCPU threads and waits for the first reason to stop
- * (debug-exit write, guest crash, --timeout, SIGINT/SIGTERM), then stops
+ * (debug-exit write, ACPI power-off or a reset, guest crash, --timeout,
+ * SIGINT/SIGTERM), then stops
  * every vCPU and returns lull's exit status. Errors inside are negative errno
  * values with one sentence in vm->error; main() prints it.
  */
@@ -20,9 +21,10 @@
 #include "console.h"
 #include "exit_status.h"
 #include "io.h"
+#include "ioapic.h"
+#include "power.h"
 #include "pvclock.h"
 #include "pvtimer.h"
-#include "ioapic.h"
 #include "serial.h"
 #include "vcpu.h"
 
@@ -70,6 +72,8 @@ enum vm_stop_cause {
 	VM_STOP_TIMEOUT,
 	VM_STOP_SIGNAL,
 	VM_STOP_HOST, /* lull could not go on: a thread, a filter */
+	VM_STOP_POWEROFF, /* the guest entered ACPI S5 (power.h): status 0 */
+	VM_STOP_RESET, /* the guest asked for a reset: LULL_EXIT_REBOOT */
 };
 
 /* Port I/O exits by the device that took them, for --stats. */
@@ -108,6 +112,7 @@ struct vm {
 	struct console console;
 	struct serial serial;
 	struct ioapic ioapic;
+	struct power power;
 
 	/* untrusted-guest accounting */
 	atomic_uint_fast64_t hc_calls;
