@@ -175,6 +175,13 @@ struct lull_shared_page {
  */
 #define LULL_ACPI_RSDP_GPA 0xE0000
 #define LULL_ACPI_AREA_END 0xF0000
+/*
+ * The x86 reset vector, 0xF000:0xFFF0: a few bytes of lull's there write
+ * the reset register, for an OS that resets by jumping to it (docs/abi.md).
+ * ELF segments may not touch it.
+ */
+#define LULL_RESET_VECTOR_GPA 0xFFFF0
+#define LULL_RESET_VECTOR_END 0x100000
 
 struct lull_hvm_start_info {
 	uint32_t magic;

@@ -29,6 +29,9 @@
 #define PLATFORM_SLP_TYP_S5 5
 #define PLATFORM_RESET_PORT 0xcf9
 #define PLATFORM_RESET_VALUE 0x06
+/* RST_CPU: the bit of the reset control port whose write resets (warm
+ * 0x06, cold 0x0e; Linux's reboot=pci writes SYS_RST alone first) */
+#define PLATFORM_RESET_CPU 0x04
 /* The i8042's command port: 0xfe pulses the CPU's reset line. */
 #define PLATFORM_I8042_COMMAND_PORT 0x64
 #define PLATFORM_I8042_PULSE_RESET 0xfe

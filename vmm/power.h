@@ -12,9 +12,13 @@
  *   sleep status   PLATFORM_SLEEP_STATUS_PORT, 8 bits (4.8.3.8): reads
  *                  WAK_STS (bit 7), "woken", since no sleep ever lasts;
  *                  writes (which clear status bits) change nothing.
- *   reset          PLATFORM_RESET_PORT, 8 bits: PLATFORM_RESET_VALUE, the
- *                  FADT's RESET_VALUE, resets the VM; other values are
- *                  ignored. Reads 0.
+ *   reset          PLATFORM_RESET_PORT, 8 bits: a write with RST_CPU
+ *                  set (PLATFORM_RESET_VALUE, the FADT's RESET_VALUE, is
+ *                  one) resets the VM; other values are ignored. Reads 0.
+ *   reset vector   a CPU that jumps to the reset vector, as Linux does when
+ *                  it reboots "through the BIOS", finds there a few bytes
+ *                  that write the reset register: lull has no firmware,
+ *                  and without them it would run zeroes for ever.
  *   i8042 command  PLATFORM_I8042_COMMAND_PORT, writes only:
  *                  PLATFORM_I8042_PULSE_RESET resets the VM, as the
  *                  keyboard controller's reset line does on a PC. lull has
@@ -61,5 +65,11 @@ void power_init(struct power *p);
 enum power_event power_io(struct power *p, unsigned vcpu_index,
 			  uint16_t port, bool out, unsigned size,
 			  uint8_t *data);
+
+/*
+ * Writes the reset vector's code at LULL_RESET_VECTOR_GPA in guest RAM
+ * [0, ram_size) mapped at ram. -ERANGE if RAM ends before 1 MiB.
+ */
+int power_write_reset_vector(void *ram, uint64_t ram_size);
 
 #endif

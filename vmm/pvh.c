@@ -364,6 +364,13 @@ static int check_load_segment(struct loader *l, unsigned int i,
 			"segment %u [0x%llx, 0x%llx) overlaps the ACPI area [0x%x, 0x%x) where lull puts its ACPI tables",
 			i, (ull)s->paddr, (ull)end, LULL_ACPI_RSDP_GPA,
 			LULL_ACPI_AREA_END);
+	if (s->memsz && ranges_overlap(s->paddr, end, LULL_RESET_VECTOR_GPA,
+				       LULL_RESET_VECTOR_END))
+		return loader_fail(
+			l, ERANGE,
+			"segment %u [0x%llx, 0x%llx) overlaps the reset vector [0x%x, 0x%x) where lull puts its reset code",
+			i, (ull)s->paddr, (ull)end, LULL_RESET_VECTOR_GPA,
+			LULL_RESET_VECTOR_END);
 	return 0;
 }
 

@@ -231,6 +231,11 @@ static int write_boot_info(struct vm *vm, const struct loaded_guest *g,
 			return (int)rsdp;
 		}
 	}
+	if (power_write_reset_vector(vm->ram, vm->ram_size) < 0) {
+		vm_err(vm, "guest RAM ends before the reset vector at 0x%x",
+		       LULL_RESET_VECTOR_GPA);
+		return -ERANGE;
+	}
 	if (g->protocol == BOOT_LINUX_64) {
 		info = bzimage_write_boot_params(vm->ram, vm->ram_size, &g->bz,
 						 g->cmdline, g->initrd_addr,

@@ -446,7 +446,28 @@ Test(loader, overlaps_acpi_area)
 	}
 }
 
-/* The rest of the reserved hole below 1 MiB is the guest's to load into. */
+Test(loader, overlaps_reset_vector)
+{
+	static const struct {
+		uint64_t paddr, memsz;
+	} bad[] = {
+		{ LULL_RESET_VECTOR_GPA, 1 }, /* its first byte */
+		{ LULL_RESET_VECTOR_GPA - 8, 16 }, /* grows into it from below */
+		{ LULL_RESET_VECTOR_END - 1, 16 }, /* its last byte, into 1 MiB */
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct telf d = telf_good(i & 1);
+
+		d.seg[1].paddr = bad[i].paddr;
+		d.seg[1].filesz = 1;
+		d.seg[1].memsz = bad[i].memsz;
+		expect_reject_desc(&d, ERANGE, "reset vector");
+	}
+}
+
+/* The rest of the reserved hole below 1 MiB, between the ACPI area and
+ * the reset vector, is the guest's to load into. */
 Test(loader, segments_adjacent_to_acpi_area)
 {
 	struct telf d = telf_good(true);
@@ -460,7 +481,7 @@ Test(loader, segments_adjacent_to_acpi_area)
 				  .flags = PF_R,
 				  .paddr = LULL_ACPI_AREA_END,
 				  .filesz = 16,
-				  .memsz = 0x100000 - LULL_ACPI_AREA_END,
+				  .memsz = LULL_RESET_VECTOR_GPA - LULL_ACPI_AREA_END,
 				  .align = 8 };
 	d.nsegs = 4;
 	b = telf_build(&d);
