@@ -1152,4 +1152,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["linux-idle"]:
+        # idle Linux VMs: their own harness (linux_idle.py), the same /proc readers
+        import linux_idle
+        sys.exit(linux_idle.main(sys.argv[2:]))
     sys.exit(main(sys.argv[1:]))

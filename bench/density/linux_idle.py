@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""linux-idle: N idle Linux VMs per mode, what each costs the host.
+
+    bench/density/density.py linux-idle [--vms 4] [--mem 128M] [--seconds 10] ...
+
+Every VM boots Debian's stock kernel (the bzImage tests/nested/lull-nested
+caches) with the initramfs of tests/linux, init in idle mode
+(lull_init=idle): it prints "lull-init: ready ..." and sleeps in pause().
+One vCPU each. Modes:
+
+  lull-deferrable       lull run --timer-mode deferrable
+  lull-strict           lull run --timer-mode strict
+  qemu                  QEMU microvm with KVM's in-kernel irqchip
+  lull-nohz-off-4ms     guest booted nohz=off (a periodic tick at the
+  lull-nohz-off-20ms    kernel's HZ, 250 in Debian's), lull deferrable with
+                        --apic-max-defer 4 ms / 20 ms
+
+A point spawns its N VMs at once, waits until each printed its ready marker
+(boot-to-init: spawn -> marker on its console, host time), then measures a
+window of S seconds, per VM: host wakeups/s (voluntary context switches of
+all its threads, counted by the kernel), host CPU % of one core (schedstat),
+RSS and PSS (smaps_rollup at the window's end). Then SIGTERM. A VM fails
+when it exits before that, prints no marker within --boot-timeout, or init
+prints a FAIL line.
+
+Needs /dev/kvm: inside the nested runner on a host without it, e.g.
+
+    flock /tmp/lull-nested.lock tests/nested/lull-nested --timeout 900 -- \\
+        python3 bench/density/density.py linux-idle --build build --vms 4
+"""
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import density
+
+READY = b"lull-init: ready"
+MODES = ("lull-deferrable", "lull-strict", "qemu", "lull-nohz-off-4ms", "lull-nohz-off-20ms")
+# mode -> (lull timer mode or None for QEMU, --apic-max-defer ns, extra guest words)
+MODE_SPEC = {
+    "lull-deferrable": ("deferrable", None, ""),
+    "lull-strict": ("strict", None, ""),
+    "qemu": (None, None, ""),
+    "lull-nohz-off-4ms": ("deferrable", 4000000, "nohz=off"),
+    "lull-nohz-off-20ms": ("deferrable", 20000000, "nohz=off"),
+}
+
+
+def cached_bzimage():
+    cache = os.environ.get("LULL_NESTED_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "lull-nested")
+    found = sorted(glob.glob(os.path.join(cache, "current", "boot", "vmlinuz-*")))
+    return found[-1] if found else None
+
+
+class IdleVM:
+    def __init__(self, idx, mode, logdir):
+        self.idx, self.mode = idx, mode
+        self.log = os.path.join(logdir, f"{mode}-{idx}.out")
+        self.errlog = os.path.join(logdir, f"{mode}-{idx}.err")
+        self.popen = None
+        self.t_spawn = self.t_ready = None
+        self.failure = None
+        self.snap0 = self.snap1 = None
+        self.rss = self.pss = None
+
+    def output(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read()
+        except OSError:
+            return b""
+
+    def last_line(self):
+        for path in (self.errlog, self.log):
+            try:
+                with open(path, "rb") as f:
+                    lines = [l for l in f.read().decode("utf-8", "replace").splitlines() if l.strip()]
+            except OSError:
+                lines = []
+            if lines:
+                return lines[-1].strip()
+        return ""
+
+
+def command(cfg, mode):
+    timer_mode, max_defer, extra = MODE_SPEC[mode]
+    append = "console=ttyS0 lull_init=idle" + (" " + extra if extra else "")
+    if timer_mode is None:
+        return [cfg.qemu, "-nodefaults", "-no-user-config", "-display", "none",
+                "-serial", "stdio", "-no-reboot", "-m", cfg.mem, "-smp", "1",
+                "-accel", "kvm", "-cpu", "host",
+                "-machine", "microvm,pit=off,pic=off,rtc=off",
+                "-kernel", cfg.kernel, "-initrd", cfg.initramfs, "-append", append]
+    cmd = [cfg.lull, "run", "--vcpus", "1", "--mem", cfg.mem, "--timer-mode", timer_mode]
+    if max_defer is not None:
+        cmd += ["--apic-max-defer", str(max_defer)]
+    return cmd + ["--timeout", str(int(cfg.boot_timeout + cfg.seconds + 60)),
+                  "--initrd", cfg.initramfs, "--cmdline", append, cfg.kernel]
+
+
+def run_point(cfg, mode, logdir):
+    vms = [IdleVM(i, mode, logdir) for i in range(cfg.vms)]
+    try:
+        for vm in vms:
+            with open(vm.log, "wb") as out, open(vm.errlog, "wb") as err:
+                vm.t_spawn = time.monotonic()
+                try:
+                    vm.popen = subprocess.Popen(command(cfg, mode), stdin=subprocess.DEVNULL,
+                                                stdout=out, stderr=err, start_new_session=True,
+                                                preexec_fn=density.set_pdeathsig)
+                except OSError as e:
+                    vm.failure = f"could not start: {e}"
+                    continue
+            density.OWNED[vm.popen.pid] = vm.popen
+        deadline = time.monotonic() + cfg.boot_timeout
+        while time.monotonic() < deadline:
+            waiting = 0
+            for vm in vms:
+                if vm.failure or vm.t_ready:
+                    continue
+                if READY in vm.output():
+                    vm.t_ready = time.monotonic()
+                elif vm.popen.poll() is not None:
+                    vm.failure = f"exited with status {vm.popen.returncode} before init: {vm.last_line()}"
+                else:
+                    waiting += 1
+            if not waiting:
+                break
+            time.sleep(0.05)
+        for vm in vms:
+            if not vm.failure and not vm.t_ready:
+                vm.failure = f"no ready marker within {cfg.boot_timeout:g} s: {vm.last_line()}"
+        ready = [vm for vm in vms if vm.t_ready]
+        print(f"linux-idle: {mode}: {len(ready)}/{cfg.vms} VMs at init, measuring {cfg.seconds:g} s",
+              file=sys.stderr)
+        for vm in ready:
+            vm.snap0 = density.snapshot(vm.popen.pid)
+        time.sleep(cfg.seconds)
+        for vm in ready:
+            if vm.popen.poll() is not None:
+                vm.failure = f"exited with status {vm.popen.returncode} while idle: {vm.last_line()}"
+                continue
+            vm.snap1 = density.snapshot(vm.popen.pid)
+            vm.rss, vm.pss = density.smaps_rollup(vm.popen.pid)
+    finally:
+        for vm in vms:
+            if vm.popen and vm.popen.poll() is None:
+                vm.popen.send_signal(signal.SIGTERM)
+        for vm in vms:
+            if vm.popen:
+                try:
+                    vm.popen.wait(10)
+                except subprocess.TimeoutExpired:
+                    vm.popen.kill()
+                    vm.popen.wait()
+                density.OWNED.pop(vm.popen.pid, None)
+    for vm in vms:
+        if not vm.failure and b"lull-init: FAIL" in vm.output():
+            vm.failure = "init: " + vm.output().split(b"lull-init: FAIL", 1)[1].split(b"\n")[0].decode(
+                "utf-8", "replace").strip()
+    return account(mode, vms)
+
+
+def account(mode, vms):
+    per_vm = []
+    for vm in vms:
+        row = {"vm": vm.idx, "failure": vm.failure,
+               "boot_to_init_s": round(vm.t_ready - vm.t_spawn, 3) if vm.t_ready else None}
+        if vm.snap0 and vm.snap1 and not vm.failure:
+            (ta, a), (tb, b) = vm.snap0, vm.snap1
+            dt = (tb - ta) / 1e9
+            cpu = sum(c - a.get(t, (n, 0, 0, 0))[1] for t, (n, c, v, nv) in b.items())
+            vol = sum(v - a.get(t, (n, 0, 0, 0))[2] for t, (n, c, v, nv) in b.items())
+            row.update(wakeups_per_s=round(vol / dt, 2), cpu_pct=round(cpu / dt / 1e7, 3),
+                       rss_mib=round(vm.rss / 1024, 1) if vm.rss else None,
+                       pss_mib=round(vm.pss / 1024, 1) if vm.pss else None)
+        per_vm.append(row)
+
+    def med(key):
+        vals = [r[key] for r in per_vm if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    return {"mode": mode, "vms": len(vms), "failed": sum(1 for r in per_vm if r["failure"]),
+            "wakeups_per_s": med("wakeups_per_s"), "cpu_pct": med("cpu_pct"),
+            "rss_mib": med("rss_mib"), "pss_mib": med("pss_mib"),
+            "boot_to_init_s": med("boot_to_init_s"),
+            "boot_to_init_max_s": max((r["boot_to_init_s"] for r in per_vm if r["boot_to_init_s"]),
+                                      default=None),
+            "per_vm": per_vm}
+
+
+def fmt(v, digits=1):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="density.py linux-idle", description=__doc__.split("\n\n")[0],
+                                 epilog=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vms", type=int, default=4, metavar="N", help="idle VMs per mode (default 4)")
+    ap.add_argument("--mem", default="128M", metavar="SIZE", help="guest RAM per VM (default 128M)")
+    ap.add_argument("--seconds", type=float, default=10.0, metavar="S",
+                    help="measurement window once every VM is at init (default 10)")
+    ap.add_argument("--boot-timeout", type=float, default=300.0, metavar="S",
+                    help="seconds for every VM to reach init (default 300: emulated hosts are slow)")
+    ap.add_argument("--modes", default=",".join(MODES), metavar="LIST",
+                    help="comma-separated subset of " + ",".join(MODES))
+    ap.add_argument("--build", default="build", metavar="DIR",
+                    help="meson build folder: vmm/lull and tests/linux/initramfs.cpio (default build)")
+    ap.add_argument("--kernel", default=None, metavar="BZIMAGE",
+                    help="default: the bzImage lull-nested caches")
+    ap.add_argument("--qemu", default="qemu-system-x86_64", metavar="PATH")
+    ap.add_argument("--out", default=None, metavar="FILE", help="results JSON (default: none)")
+    cfg = ap.parse_args(argv)
+    cfg.modes = [m for m in cfg.modes.split(",") if m]
+    bad = [m for m in cfg.modes if m not in MODES]
+    if bad:
+        ap.error(f"--modes: unknown {', '.join(bad)}; choose from {', '.join(MODES)}")
+    if cfg.vms < 1 or cfg.seconds <= 0:
+        ap.error("--vms and --seconds must be positive")
+    cfg.lull = os.path.abspath(os.path.join(cfg.build, "vmm", "lull"))
+    cfg.initramfs = os.path.abspath(os.path.join(cfg.build, "tests", "linux", "initramfs.cpio"))
+    cfg.kernel = cfg.kernel or cached_bzimage()
+    if not cfg.kernel or not os.path.isfile(cfg.kernel):
+        ap.error("no kernel: give --kernel, or run tests/nested/lull-nested once to cache one")
+    if not os.path.isfile(cfg.initramfs):
+        ap.error(f"{cfg.initramfs} is missing: run ninja -C {cfg.build}")
+    if any(m != "qemu" for m in cfg.modes) and not os.access(cfg.lull, os.X_OK):
+        ap.error(f"{cfg.lull} is missing: run ninja -C {cfg.build}")
+    if "qemu" in cfg.modes and not shutil.which(cfg.qemu):
+        ap.error(f"{cfg.qemu} is not installed")
+    return cfg
+
+
+def main(argv):
+    cfg = parse_args(argv)
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        print("linux-idle: /dev/kvm is missing or not accessible; run it in tests/nested/lull-nested",
+              file=sys.stderr)
+        return 69
+    results = []
+    logdir = tempfile.mkdtemp(prefix="lull-linux-idle-")
+    try:
+        for mode in cfg.modes:
+            res = run_point(cfg, mode, logdir)
+            results.append(res)
+            for r in res["per_vm"]:
+                if r["failure"]:
+                    print(f"linux-idle: {mode} VM {r['vm']} failed: {r['failure']}", file=sys.stderr)
+    finally:
+        density.kill_owned()
+        shutil.rmtree(logdir, ignore_errors=True)
+    print(f"linux-idle: {cfg.vms} idle Linux VMs per mode, 1 vCPU, {cfg.mem} each, "
+          f"window {cfg.seconds:g} s; kernel {os.path.basename(cfg.kernel)}; medians per VM")
+    print(f"{'mode':<20} {'wakeups/s':>10} {'CPU %':>7} {'RSS MiB':>8} {'PSS MiB':>8} "
+          f"{'init s':>7} {'max s':>7} {'failed':>6}")
+    for r in results:
+        print(f"{r['mode']:<20} {fmt(r['wakeups_per_s']):>10} {fmt(r['cpu_pct'], 2):>7} "
+              f"{fmt(r['rss_mib']):>8} {fmt(r['pss_mib']):>8} {fmt(r['boot_to_init_s']):>7} "
+              f"{fmt(r['boot_to_init_max_s']):>7} {r['failed']:>6}")
+    if cfg.out:
+        with open(cfg.out, "w") as f:
+            json.dump({"command": " ".join(["density.py", "linux-idle"] + argv),
+                       "date": datetime.datetime.now().isoformat(timespec="seconds"),
+                       "kernel": cfg.kernel, "mem": cfg.mem, "results": results}, f, indent=1)
+    return 1 if any(r["failed"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
