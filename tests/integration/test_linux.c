@@ -206,22 +206,6 @@ Test(stock_linux, boots_on_two_vcpus_with_the_apic_timer, .timeout = 240)
 	run_free(&r);
 }
 
-/*
- * Skips, saying why, while lull has no --initrd (issue 15's bzImage and
- * initrd loading): the cases below are written against that interface.
- */
-static void require_initrd_support(void)
-{
-	struct run r;
-	bool offered;
-
-	run_lull(&r, 10.0, "--help", NULL);
-	offered = strstr(r.out, "--initrd") || strstr(r.err, "--initrd");
-	run_free(&r);
-	if (!offered)
-		cr_skip_test("lull --help offers no --initrd yet");
-}
-
 /* The initramfs tests/linux/meson.build builds (LULL_INITRAMFS). */
 static const char *initramfs(void)
 {
@@ -247,7 +231,6 @@ static void boot_to_init_and_power_off(unsigned vcpus, const char *timer_mode)
 		cr_skip_test(
 			"no Debian kernel cached in %s/current/boot (tests/nested/lull-nested fetches one on its first run)",
 			cache);
-	require_initrd_support();
 	snprintf(vcpus_arg, sizeof(vcpus_arg), "%u", vcpus);
 	snprintf(cmdline, sizeof(cmdline),
 		 "console=ttyS0 lull_init=check lull_expect_cpus=%u", vcpus);
