@@ -24,6 +24,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* lull's status for a guest that asked for a reset (--help). */
+#define REBOOT_STATUS 32
+
 /* A child that is still running. */
 struct proc {
 	pid_t pid;

@@ -15,7 +15,6 @@
 #include "runner.h"
 
 #define QUICK_S 20.0
-#define REBOOT_STATUS 32
 
 static void run_power(struct run *r, const char *mode, const char *vcpus)
 {
