@@ -35,7 +35,8 @@ static const char usage_text[] =
 	"\n"
 	"options for run:\n"
 	"  -c, --vcpus N              vCPUs (default 1; at most 256 and what KVM allows)\n"
-	"  -m, --mem SIZE             guest RAM, with K/M/G suffix (default 16M)\n"
+	"  -m, --mem SIZE             guest RAM, with K/M/G suffix (default 16M for a\n"
+	"                             PVH ELF, 256M for a bzImage)\n"
 	"      --cmdline STRING       the guest's command line (default: empty for a PVH\n"
 	"                             ELF, \"" BZ_DEFAULT_CMDLINE "\" for a bzImage)\n"
 	"      --initrd FILE          an initrd (initramfs) for the kernel: a bzImage's\n"
@@ -172,7 +173,7 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 	int opt;
 
 	*cfg = (struct vm_config){
-		.mem_size = 16ull << 20,
+		.mem_size = 0, /* by the kernel's format: vm.h */
 		.nr_vcpus = 1,
 		.timer_mode = LULL_MODE_DEFERRABLE,
 		.missed_ticks = LULL_MISSED_ONE,

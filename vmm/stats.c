@@ -173,7 +173,7 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		vm->cfg.timer_mode == LULL_MODE_STRICT ? "strict" :
 							  "deferrable",
 		missed_names[vm->cfg.missed_ticks % 3], vm->cfg.slop_ns,
-		vm->cfg.mem_size, vm->cfg.nr_vcpus,
+		vm->ram_size, vm->cfg.nr_vcpus,
 		vm->nr_cpus_made && vm->cpus[0].pv.clock.tsc_stable ? "true" :
 								      "false");
 	fprintf(f,

@@ -59,9 +59,9 @@ static int open_kvm(struct vm *vm)
 }
 
 /* NORESERVE: untouched guest pages cost the host nothing. */
-static int map_ram(struct vm *vm)
+static int map_ram(struct vm *vm, uint64_t size)
 {
-	vm->ram = mmap(NULL, vm->cfg.mem_size, PROT_READ | PROT_WRITE,
+	vm->ram = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (vm->ram == MAP_FAILED) {
 		int e = errno;
@@ -69,10 +69,10 @@ static int map_ram(struct vm *vm)
 		vm->ram = NULL;
 		vm_err(vm,
 		       "the host refused %" PRIu64 " MiB of guest memory: %s",
-		       vm->cfg.mem_size >> 20, strerror(e));
+		       size >> 20, strerror(e));
 		return -e;
 	}
-	vm->ram_size = vm->cfg.mem_size;
+	vm->ram_size = size;
 	return 0;
 }
 
@@ -89,7 +89,7 @@ static int register_ram(struct vm *vm)
 		int e = errno;
 
 		vm_err(vm, "KVM refused %" PRIu64 " MiB of guest memory: %s",
-		       vm->cfg.mem_size >> 20, strerror(e));
+		       vm->ram_size >> 20, strerror(e));
 		return -e;
 	}
 	return 0;
@@ -185,9 +185,11 @@ fail:
 	return -LULL_EXIT_BAD_GUEST;
 }
 
+/* Reads the kernel, maps RAM (its size may depend on the format), loads. */
 static int load_guest(struct vm *vm, struct loaded_guest *g)
 {
 	char err[200] = "";
+	uint64_t mem;
 	void *file;
 	size_t size;
 	int r;
@@ -196,6 +198,14 @@ static int load_guest(struct vm *vm, struct loaded_guest *g)
 	if (r < 0) {
 		vm_err(vm, "%s: %s", vm->cfg.guest_path, err);
 		return -LULL_EXIT_BAD_GUEST;
+	}
+	mem = vm->cfg.mem_size;
+	if (!mem)
+		mem = bzimage_detect(file, size) ? VM_DEFAULT_MEM_BZIMAGE :
+						   VM_DEFAULT_MEM_PVH;
+	if (map_ram(vm, mem) < 0) {
+		free(file);
+		return -LULL_EXIT_HOST;
 	}
 	r = load_kernel(vm, file, size, g, err, sizeof(err));
 	free(file);
@@ -422,8 +432,6 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	 * console, which truncates its file, is opened only after.
 	 * start_info and the ACPI tables wait for KVM's answer on the APIC.
 	 */
-	if (map_ram(vm) < 0)
-		return -LULL_EXIT_HOST;
 	r = load_guest(vm, &guest);
 	if (r < 0)
 		return r;

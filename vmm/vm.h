@@ -34,9 +34,17 @@
 /* --slop's default: the coalescing window of a hard timer, in ns */
 #define LULL_DEFAULT_SLOP_NS 50000
 
+/*
+ * --mem's default, by the kernel's format: lull's own guests live in a few
+ * MiB; Debian's kernel with an initramfs needs 128M or so to reach init,
+ * and twice that leaves its userspace room (untouched pages cost nothing).
+ */
+#define VM_DEFAULT_MEM_PVH (16ull << 20)
+#define VM_DEFAULT_MEM_BZIMAGE (256ull << 20)
+
 struct vm_config {
 	const char *guest_path;
-	uint64_t mem_size;
+	uint64_t mem_size; /* 0: the default for the kernel's format */
 	unsigned nr_vcpus;
 	unsigned timer_mode; /* LULL_MODE_*, as the guest reads it in CPUID */
 	unsigned missed_ticks; /* LULL_MISSED_* */

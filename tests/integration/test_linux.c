@@ -226,7 +226,8 @@ static void boot_to_init_and_power_off(unsigned vcpus, const char *timer_mode)
 	snprintf(cmdline, sizeof(cmdline),
 		 "console=ttyS0 lull_init=check lull_expect_cpus=%u", vcpus);
 
-	run_lull(&r, INIT_LIMIT_S, "run", "--mem", "256M", "--vcpus",
+	/* no --mem: a bzImage's default must be enough for a user */
+	run_lull(&r, INIT_LIMIT_S, "run", "--vcpus",
 		 vcpus_arg, "--timer-mode", timer_mode, "--timeout",
 		 INIT_LULL_TIMEOUT, "--initrd", initramfs(), "--cmdline",
 		 cmdline, bzimage, NULL);
