@@ -44,6 +44,10 @@ import time
 MODES = ("lull-deferrable", "lull-strict", "qemu")
 DEFAULT_VMS = (1, 8, 32, 128, 512)
 NCPU = os.cpu_count() or 1
+# Inside tests/nested/lull-nested the "host" is a machine QEMU emulates: its
+# CPU figures compare modes with each other, not with real hardware, while
+# wakeup counts carry over.
+EMULATED = os.environ.get("LULL_NESTED_RUNNER") == "1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PR_SET_PDEATHSIG = 1
 TAIL = 16384
@@ -1053,8 +1057,9 @@ def main(argv):
     meta = {
         "command": " ".join([os.path.basename(sys.argv[0])] + argv),
         "started": datetime.datetime.now().isoformat(timespec="seconds"),
-        "host": f"{platform.node()}, {NCPU} CPUs, Linux {platform.release()}",
-        "ncpu": NCPU, "guest": cfg.guest, "elf": cfg.elf, "lull": cfg.lull,
+        "host": f"{platform.node()}, {NCPU} CPUs, Linux {platform.release()}"
+                + (", emulated (lull-nested)" if EMULATED else ""),
+        "emulated_host": EMULATED, "ncpu": NCPU, "guest": cfg.guest, "elf": cfg.elf, "lull": cfg.lull,
         "qemu": qemu, "vcpus": cfg.vcpus, "seconds": cfg.seconds, "repeat": cfg.repeat,
         "vms": cfg.vms, "modes": cfg.modes, "cpu_budget_pct_machine": cfg.cpu_budget,
         "cpu_budget_pct_one_core": cfg.cpu_budget * NCPU, "p99_bound_us": cfg.p99_bound_us,
@@ -1128,6 +1133,10 @@ def main(argv):
           f"median of {cfg.repeat}; host {meta['host']}")
     print(f"CPU% is of one core (100 = one core; the machine is {NCPU * 100}%); "
           f"p99 = worst VM's p99 hard-timer lateness")
+    if EMULATED:
+        print("EMULATED HOST: this ran in tests/nested/lull-nested, on a machine QEMU emulates "
+              "instruction by instruction. CPU% and lateness are of that machine: compare the "
+              "modes with each other, not with real hardware. Wakeups/s carry over.")
     if interrupted:
         print(f"INTERRUPTED by {interrupted}: partial results ({done}/{total} runs)")
     print(table(res))
