@@ -76,10 +76,11 @@ static void service_level(struct ioapic *io, unsigned pin)
 
 void ioapic_set_irq(struct ioapic *io, unsigned pin, bool level)
 {
-	uint32_t bit = 1u << pin, was;
+	uint32_t bit, was;
 
 	if (pin >= PLATFORM_IOAPIC_PINS)
 		return;
+	bit = 1u << pin;
 	pthread_mutex_lock(&io->lock);
 	was = io->lines & bit;
 	io->lines = level ? io->lines | bit : io->lines & ~bit;
