@@ -12,9 +12,14 @@ One vCPU each. Modes:
   lull-deferrable       lull run --timer-mode deferrable
   lull-strict           lull run --timer-mode strict
   qemu                  QEMU microvm with KVM's in-kernel irqchip
-  lull-nohz-off-4ms     guest booted nohz=off (a periodic tick at the
-  lull-nohz-off-20ms    kernel's HZ, 250 in Debian's), lull deferrable with
-                        --apic-max-defer 4 ms / 20 ms
+  lull-nohz-off         the guest ticks periodically at its HZ (250 in
+                        Debian's kernel), like older or simpler guests:
+                        nohz=off highres=off lapic=notscdeadline, so the
+                        tick is the APIC timer's periodic mode (with the
+                        TSC-deadline timer, Linux re-arms one-shots even
+                        for a periodic tick); lull deferrable, APIC timer hard
+  lull-nohz-off-4ms     the same with --apic-max-defer 4 ms / 20 ms: a
+  lull-nohz-off-20ms    halted vCPU's periodic ticks wait up to that long
 
 A point spawns its N VMs at once, waits until each printed its ready marker
 (boot-to-init: spawn -> marker on its console, host time), then measures a
@@ -26,8 +31,9 @@ prints a FAIL line.
 
 Needs /dev/kvm: inside the nested runner on a host without it, e.g.
 
-    flock /tmp/lull-nested.lock tests/nested/lull-nested --timeout 900 -- \\
-        python3 bench/density/density.py linux-idle --build build --vms 4
+    mkdir -p /tmp/li && flock /tmp/lull-nested.lock tests/nested/lull-nested \\
+        --timeout 1800 --writable /tmp/li -- \\
+        python3 bench/density/density.py linux-idle --build build --vms 4 --out /tmp/li
 """
 
 import argparse
@@ -46,14 +52,17 @@ import time
 import density
 
 READY = b"lull-init: ready"
-MODES = ("lull-deferrable", "lull-strict", "qemu", "lull-nohz-off-4ms", "lull-nohz-off-20ms")
+MODES = ("lull-deferrable", "lull-strict", "qemu", "lull-nohz-off", "lull-nohz-off-4ms",
+         "lull-nohz-off-20ms")
+PERIODIC_TICK = "nohz=off highres=off lapic=notscdeadline"
 # mode -> (lull timer mode or None for QEMU, --apic-max-defer ns, extra guest words)
 MODE_SPEC = {
     "lull-deferrable": ("deferrable", None, ""),
     "lull-strict": ("strict", None, ""),
     "qemu": (None, None, ""),
-    "lull-nohz-off-4ms": ("deferrable", 4000000, "nohz=off"),
-    "lull-nohz-off-20ms": ("deferrable", 20000000, "nohz=off"),
+    "lull-nohz-off": ("deferrable", None, PERIODIC_TICK),
+    "lull-nohz-off-4ms": ("deferrable", 4000000, PERIODIC_TICK),
+    "lull-nohz-off-20ms": ("deferrable", 20000000, PERIODIC_TICK),
 }
 
 
@@ -205,6 +214,43 @@ def fmt(v, digits=1):
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def plot(results, cfg, out):
+    """linux-idle.svg: wakeups/s and CPU % per VM, one bar per mode."""
+    gp = shutil.which("gnuplot")
+    rows = [r for r in results if r["wakeups_per_s"] is not None]
+    if not gp or not rows:
+        return None
+    dat = os.path.join(out, "linux-idle.dat")
+    with open(dat, "w") as f:
+        f.write("# mode wakeups_per_s cpu_pct\n")
+        for r in rows:
+            # a log axis has no 0: a VM that never woke is drawn at 0.01
+            f.write(f"{r['mode']} {max(r['wakeups_per_s'], 0.01):g} {max(r['cpu_pct'] or 0, 0.001):g}\n")
+    svg = os.path.join(out, "linux-idle.svg")
+    where = "emulated host (lull-nested): compare modes, not absolute CPU" if density.EMULATED else "host"
+    script = f"""set terminal svg size 900,420 dynamic font 'sans,11'
+set output '{svg}'
+set multiplot layout 1,2 title 'Idle Linux VMs ({cfg.mem}, 1 vCPU), median per VM; {where}'
+set style data histograms
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set logscale y 10
+set grid ytics
+set xtics rotate by -30 noenhanced
+unset key
+set title 'host wakeups/s per VM'
+plot '{dat}' using 2:xtic(1) lc rgb '#1b9e77'
+set title 'host CPU, % of one core, per VM'
+plot '{dat}' using 3:xtic(1) lc rgb '#7570b3'
+unset multiplot
+"""
+    r = subprocess.run([gp], input=script.encode(), capture_output=True)
+    if r.returncode:
+        print("linux-idle: gnuplot: " + r.stderr.decode(errors="replace").strip(), file=sys.stderr)
+        return None
+    return svg
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="density.py linux-idle", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1],
@@ -222,7 +268,8 @@ def parse_args(argv):
     ap.add_argument("--kernel", default=None, metavar="BZIMAGE",
                     help="default: the bzImage lull-nested caches")
     ap.add_argument("--qemu", default="qemu-system-x86_64", metavar="PATH")
-    ap.add_argument("--out", default=None, metavar="FILE", help="results JSON (default: none)")
+    ap.add_argument("--out", default=None, metavar="DIR",
+                    help="write results.json and, with gnuplot, linux-idle.svg there (default: none)")
     cfg = ap.parse_args(argv)
     cfg.modes = [m for m in cfg.modes.split(",") if m]
     bad = [m for m in cfg.modes if m not in MODES]
@@ -264,6 +311,9 @@ def main(argv):
         shutil.rmtree(logdir, ignore_errors=True)
     print(f"linux-idle: {cfg.vms} idle Linux VMs per mode, 1 vCPU, {cfg.mem} each, "
           f"window {cfg.seconds:g} s; kernel {os.path.basename(cfg.kernel)}; medians per VM")
+    if density.EMULATED:
+        print("EMULATED HOST (lull-nested): CPU % is of a machine QEMU emulates; compare the "
+              "modes with each other. Wakeups/s carry over to real hardware.")
     print(f"{'mode':<20} {'wakeups/s':>10} {'CPU %':>7} {'RSS MiB':>8} {'PSS MiB':>8} "
           f"{'init s':>7} {'max s':>7} {'failed':>6}")
     for r in results:
@@ -271,10 +321,16 @@ def main(argv):
               f"{fmt(r['rss_mib']):>8} {fmt(r['pss_mib']):>8} {fmt(r['boot_to_init_s']):>7} "
               f"{fmt(r['boot_to_init_max_s']):>7} {r['failed']:>6}")
     if cfg.out:
-        with open(cfg.out, "w") as f:
+        os.makedirs(cfg.out, exist_ok=True)
+        with open(os.path.join(cfg.out, "results.json"), "w") as f:
             json.dump({"command": " ".join(["density.py", "linux-idle"] + argv),
                        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+                       "emulated_host": density.EMULATED,
                        "kernel": cfg.kernel, "mem": cfg.mem, "results": results}, f, indent=1)
+            f.write("\n")
+        svg = plot(results, cfg, cfg.out)
+        print(f"results: {os.path.join(cfg.out, 'results.json')}"
+              + (f"; plot: {svg}" if svg else "; plot: none (no gnuplot, or nothing measured)"))
     return 1 if any(r["failed"] for r in results) else 0
 
 
