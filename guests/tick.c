@@ -239,6 +239,9 @@ int guest_main(void)
 		printf("tick: tick slot delivered=%lu merged=%lu, work slot delivered=%lu merged=%lu\n",
 		       c[SLOT_TICK].delivered, c[SLOT_TICK].merged,
 		       c[SLOT_WORK].delivered, c[SLOT_WORK].merged);
+		if (delivery == DELIVERY_UPCALL)
+			printf("tick: upcalls=%lu empty=%lu\n", upcall_count(),
+			       upcall_empty());
 	}
 	p = percentiles(samples, work_track.n);
 	want = seconds * 1000000000ull / work_ns;
