@@ -119,6 +119,11 @@ Test(upcall, abi_upcall_cases_pass)
 		"PASS upcall_expiry_during_scan_not_lost",
 		"PASS upcall_ack_with_bits_pending",
 		"PASS upcall_unset_drops_and_counts",
+		"PASS upcall_counters_exact",
+		"PASS upcall_expiry_onto_set_bit_merges",
+		"PASS upcall_beside_vector_slot",
+		"PASS upcall_flag_with_a_vector",
+		"PASS upcall_flag_after_unset",
 	};
 	struct run r;
 
