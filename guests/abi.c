@@ -285,8 +285,8 @@ static void case_timer_set_bad_args(void)
 		  lull_timer_set(S_A, later, 256, 0, 0, 0), -LULL_EINVAL);
 	EXPECT_RC("timer_set_vector_0", lull_timer_set(S_A, later, 0, 0, 0, 0),
 		  -LULL_EINVAL);
-	EXPECT_RC("timer_set_unknown_flag_bit2",
-		  lull_timer_set(S_A, later, VEC_A, 1u << 2, 0, 0),
+	EXPECT_RC("timer_set_unknown_flag_bit3",
+		  lull_timer_set(S_A, later, VEC_A, 1u << 3, 0, 0),
 		  -LULL_EINVAL);
 	EXPECT_RC("timer_set_unknown_flag_bit63",
 		  lull_timer_set(S_A, later, VEC_A, 1ull << 63, 0, 0),
@@ -702,6 +702,309 @@ static void case_deferrable(void)
 		       halt_at - now, wake_at - now);
 }
 
+/* ---- the upcall (docs/abi.md "Upcall delivery") ---- */
+
+#define U_A 4 /* upcall-bound slots */
+#define U_B 5
+#define U_C 6
+
+static uint64_t slot_hits[LULL_MAX_SLOTS];
+/* U_A's function arms this slot due now and exits, mid-scan; 0: none */
+static unsigned arm_in_scan;
+
+static void on_slot(unsigned slot)
+{
+	slot_hits[slot]++;
+	if (slot == U_A && arm_in_scan) {
+		unsigned s = arm_in_scan;
+
+		uint64_t until = clock_ns() + HANG_NS;
+
+		arm_in_scan = 0;
+		lull_timer_set(s, clock_ns(), 0, LULL_TIMER_UPCALL, 0, 0);
+		/* each exit runs the wheel: s expires at one of them */
+		while (!(__atomic_load_n(&shared_page()->upcall_bits[0],
+					 __ATOMIC_SEQ_CST) &
+			 (1ull << s)) &&
+		       clock_ns() < until)
+			host_catch_up();
+	}
+}
+
+static void reset_slot_hits(void)
+{
+	memset(slot_hits, 0, sizeof(slot_hits));
+}
+
+/* Busy with interrupts on until `slot` was dispatched n times, or a hang. */
+static bool wait_slot(unsigned slot, uint64_t n, uint64_t due)
+{
+	uint64_t until = due + HANG_NS;
+
+	sti();
+	while (READ_ONCE(slot_hits[slot]) < n && clock_ns() < until)
+		cpu_relax();
+	cli();
+	return slot_hits[slot] >= n;
+}
+
+static uint64_t read_pending(void)
+{
+	return __atomic_load_n(&shared_page()->upcall_pending,
+			       __ATOMIC_SEQ_CST);
+}
+
+static uint64_t read_bits(void)
+{
+	return __atomic_load_n(&shared_page()->upcall_bits[0],
+			       __ATOMIC_SEQ_CST);
+}
+
+static void case_upcall_args(void)
+{
+	uint64_t later = clock_ns() + 1000 * MS;
+
+	result("upcall_feature_bit",
+	       (lull_info.features & LULL_FEAT_UPCALL) != 0, "features %#x",
+	       lull_info.features);
+	EXPECT_RC("upcall_flag_without_vector",
+		  lull_timer_set(U_A, later, 0, LULL_TIMER_UPCALL, 0, 0),
+		  -LULL_EINVAL);
+	EXPECT_RC("upcall_vector_31", lull_set_upcall_vector(31), -LULL_EINVAL);
+	EXPECT_RC("upcall_vector_256", lull_set_upcall_vector(256),
+		  -LULL_EINVAL);
+	EXPECT_RC("upcall_vector_high_bits",
+		  lull_set_upcall_vector((1ull << 32) | UPCALL_VECTOR),
+		  -LULL_EINVAL);
+	EXPECT_RC("upcall_vector_valid", upcall_init(), 0);
+	EXPECT_RC("upcall_vector_unset", lull_set_upcall_vector(0), 0);
+	EXPECT_RC("upcall_flag_after_unset",
+		  lull_timer_set(U_A, later, 0, LULL_TIMER_UPCALL, 0, 0),
+		  -LULL_EINVAL);
+	EXPECT_RC("upcall_vector_again", lull_set_upcall_vector(UPCALL_VECTOR),
+		  0);
+	EXPECT_RC("upcall_flag_with_a_vector",
+		  lull_timer_set(U_A, later, VEC_A, LULL_TIMER_UPCALL, 0, 0),
+		  -LULL_EINVAL);
+	EXPECT_RC("upcall_flag_bound",
+		  lull_timer_set(U_A, later, 0, LULL_TIMER_UPCALL, 0, 0), 0);
+	EXPECT_RC("upcall_bound_slot_stops", lull_timer_stop(U_A), 1);
+}
+
+/* Two slots due together, interrupts on: both bits, one upcall. */
+static void case_upcall_two_slots(void)
+{
+	struct lull_slot_counters a0, b0, a1, b1;
+	uint64_t up0, now, due, lead = lead_ns();
+
+	/* both must be armed before they are due: then one advance runs both */
+	for (int i = 0;; i++) {
+		a0 = counters(U_A);
+		b0 = counters(U_B);
+		up0 = upcall_count();
+		reset_slot_hits();
+		now = clock_ns();
+		due = now + lead;
+		lull_timer_set(U_A, due, 0, LULL_TIMER_UPCALL, 0, 0);
+		lull_timer_set(U_B, due, 0, LULL_TIMER_UPCALL, 0, 0);
+		if (clock_ns() < due || i == TRIES - 1)
+			break;
+		wait_slot(U_B, 1, due);
+		flush(S_A);
+		lead *= 2;
+	}
+	wait_slot(U_A, 1, due);
+	wait_slot(U_B, 1, due);
+	fence(S_A, due + MS);
+	a1 = counters(U_A);
+	b1 = counters(U_B);
+	result("upcall_two_slots_one_upcall",
+	       slot_hits[U_A] == 1 && slot_hits[U_B] == 1 &&
+		       upcall_count() - up0 == 1 &&
+		       slot_hits[U_A - 1] + slot_hits[U_C] == 0,
+	       "dispatched A %lu B %lu in %lu upcall(s)", slot_hits[U_A],
+	       slot_hits[U_B], upcall_count() - up0);
+	result("upcall_counters_exact",
+	       a1.delivered - a0.delivered == 1 && a1.merged == a0.merged &&
+		       b1.delivered - b0.delivered == 1 &&
+		       b1.merged == b0.merged,
+	       "A delivered +%lu merged +%lu, B delivered +%lu merged +%lu",
+	       a1.delivered - a0.delivered, a1.merged - a0.merged,
+	       b1.delivered - b0.delivered, b1.merged - b0.merged);
+	result("upcall_acked_and_taken", read_pending() == 0 && read_bits() == 0,
+	       "pending %lu bits %#lx", read_pending(), read_bits());
+}
+
+/*
+ * Due while interrupts are off: the first expiry sets pending and raises,
+ * the others only set their bits. sti: exactly one upcall takes them all.
+ */
+static void case_upcall_masked(void)
+{
+	uint64_t up0 = upcall_count(), now = clock_ns(), until;
+	uint64_t want = (1ull << U_A) | (1ull << U_B) | (1ull << U_C);
+	uint64_t bits, pending;
+
+	reset_slot_hits();
+	lull_timer_set(U_A, now + 1 * MS, 0, LULL_TIMER_UPCALL, 0, 0);
+	lull_timer_set(U_B, now + 2 * MS, 0, LULL_TIMER_UPCALL, 0, 0);
+	lull_timer_set(U_C, now + 3 * MS, 0, LULL_TIMER_UPCALL, 0, 0);
+	until = now + HANG_NS;
+	while ((read_bits() & want) != want && clock_ns() < until)
+		host_catch_up(); /* interrupts off: each exit runs the wheel */
+	bits = read_bits();
+	pending = read_pending();
+	wait_slot(U_C, 1, clock_ns());
+	fence(S_A, clock_ns());
+	result("upcall_while_masked_one_upcall",
+	       (bits & want) == want && pending == 1 &&
+		       upcall_count() - up0 == 1 && slot_hits[U_A] == 1 &&
+		       slot_hits[U_B] == 1 && slot_hits[U_C] == 1,
+	       "bits %#lx pending %lu, then %lu upcall(s): A %lu B %lu C %lu",
+	       bits, pending, upcall_count() - up0, slot_hits[U_A],
+	       slot_hits[U_B], slot_hits[U_C]);
+}
+
+/*
+ * An expiry after the handler's ack, while it scans: U_A's function arms
+ * U_B due now and exits. U_B's bit lands in a word the scan already took,
+ * so a second upcall must bring it: dispatched once, not lost.
+ */
+static void case_upcall_expiry_during_scan(void)
+{
+	struct lull_slot_counters b0 = counters(U_B), b1;
+	uint64_t up0 = upcall_count(), empty0 = upcall_empty();
+	uint64_t now = clock_ns();
+
+	reset_slot_hits();
+	arm_in_scan = U_B;
+	lull_timer_set(U_A, now + MS, 0, LULL_TIMER_UPCALL, 0, 0);
+	wait_slot(U_A, 1, now + MS);
+	wait_slot(U_B, 1, clock_ns());
+	fence(S_A, clock_ns());
+	b1 = counters(U_B);
+	result("upcall_expiry_during_scan_not_lost",
+	       slot_hits[U_A] == 1 && slot_hits[U_B] == 1 &&
+		       upcall_count() - up0 == 2 &&
+		       upcall_empty() == empty0 &&
+		       b1.delivered - b0.delivered == 1 &&
+		       b1.merged == b0.merged,
+	       "A %lu B %lu in %lu upcall(s), %lu empty, B delivered +%lu merged +%lu",
+	       slot_hits[U_A], slot_hits[U_B], upcall_count() - up0,
+	       upcall_empty() - empty0, b1.delivered - b0.delivered,
+	       b1.merged - b0.merged);
+}
+
+/*
+ * Acked with a bit still pending (the guest clears upcall_pending but
+ * leaves the bits, interrupts off): the next expiry raises again, and the
+ * one upcall takes both bits. Then an expiry onto a bit still set merges.
+ */
+static void case_upcall_ack_with_bits_pending(void)
+{
+	struct lull_slot_counters a0 = counters(U_A), a1;
+	uint64_t up0 = upcall_count(), now = clock_ns(), until = now + HANG_NS;
+	uint64_t pending_after;
+
+	reset_slot_hits();
+	lull_timer_set(U_A, now, 0, LULL_TIMER_UPCALL, 0, 0);
+	while (!(read_bits() & (1ull << U_A)) && clock_ns() < until)
+		host_catch_up();
+	__atomic_store_n(&shared_page()->upcall_pending, 0, __ATOMIC_SEQ_CST);
+	lull_timer_set(U_B, clock_ns(), 0, LULL_TIMER_UPCALL, 0, 0);
+	while (!(read_bits() & (1ull << U_B)) && clock_ns() < until)
+		host_catch_up();
+	pending_after = read_pending();
+	/* U_A again while its bit is still set: merged, no new raise */
+	lull_timer_set(U_A, clock_ns(), 0, LULL_TIMER_UPCALL, 0, 0);
+	while (counters(U_A).merged == a0.merged && clock_ns() < until)
+		host_catch_up();
+	a1 = counters(U_A);
+	wait_slot(U_B, 1, clock_ns());
+	fence(S_A, clock_ns());
+	result("upcall_ack_with_bits_pending",
+	       pending_after == 1 && upcall_count() - up0 == 1 &&
+		       slot_hits[U_A] == 1 && slot_hits[U_B] == 1,
+	       "pending %lu after the second expiry; %lu upcall(s): A %lu B %lu",
+	       pending_after, upcall_count() - up0, slot_hits[U_A],
+	       slot_hits[U_B]);
+	result("upcall_expiry_onto_set_bit_merges",
+	       a1.delivered - a0.delivered == 1 && a1.merged - a0.merged == 1,
+	       "A delivered +%lu merged +%lu", a1.delivered - a0.delivered,
+	       a1.merged - a0.merged);
+}
+
+/* Unset, the upcall is masked: a bound slot's expiry is dropped, counted. */
+static void case_upcall_unset_drops(void)
+{
+	struct lull_slot_counters a0, a1;
+	uint64_t up0 = upcall_count(), lead = lead_ns(), due, until;
+
+	/* the unset must reach lull before the deadline */
+	for (int i = 0;; i++) {
+		a0 = counters(U_A);
+		reset_slot_hits();
+		due = clock_ns() + lead;
+		lull_timer_set(U_A, due, 0, LULL_TIMER_UPCALL, 0, 0);
+		lull_set_upcall_vector(0);
+		if (clock_ns() < due || i == TRIES - 1)
+			break;
+		lull_timer_stop(U_A);
+		lull_set_upcall_vector(UPCALL_VECTOR);
+		flush(S_A);
+		up0 = upcall_count();
+		lead *= 2;
+	}
+	until = due + HANG_NS;
+	while (expirations(a0, counters(U_A)) == 0 && clock_ns() < until)
+		host_catch_up();
+	a1 = counters(U_A);
+	fence(S_A, clock_ns());
+	result("upcall_unset_drops_and_counts",
+	       a1.delivered == a0.delivered && a1.merged - a0.merged == 1 &&
+		       upcall_count() == up0 && slot_hits[U_A] == 0 &&
+		       read_bits() == 0,
+	       "delivered +%lu merged +%lu, %lu upcall(s), bits %#lx",
+	       a1.delivered - a0.delivered, a1.merged - a0.merged,
+	       upcall_count() - up0, read_bits());
+	lull_set_upcall_vector(UPCALL_VECTOR);
+}
+
+/* A periodic vector slot beside an upcall slot: each keeps its delivery. */
+static void case_upcall_beside_vector(void)
+{
+	uint64_t up0 = upcall_count(), now = clock_ns();
+
+	reset_hits();
+	reset_slot_hits();
+	lull_timer_set(U_A, now + 2 * MS, 0, LULL_TIMER_UPCALL, 0, 0);
+	lull_timer_set(S_B, now + 2 * MS, VEC_C, 0, 0, 0);
+	wait_slot(U_A, 1, now + 2 * MS);
+	wait_hit(VEC_C, now + 2 * MS);
+	fence(S_A, now + 3 * MS);
+	result("upcall_beside_vector_slot",
+	       slot_hits[U_A] == 1 && hits[VEC_C].count == 1 &&
+		       upcall_count() - up0 == 1 && !(read_bits() & (1ull << S_B)),
+	       "upcall slot %lu, vector slot %lu, %lu upcall(s)",
+	       slot_hits[U_A], hits[VEC_C].count, upcall_count() - up0);
+}
+
+static void case_upcall(void)
+{
+	upcall_bind(U_A, on_slot);
+	upcall_bind(U_B, on_slot);
+	upcall_bind(U_C, on_slot);
+	case_upcall_args();
+	case_upcall_two_slots();
+	case_upcall_masked();
+	case_upcall_expiry_during_scan();
+	case_upcall_ack_with_bits_pending();
+	case_upcall_unset_drops();
+	case_upcall_beside_vector();
+	printf("abi: upcalls %lu, of them empty %lu\n", upcall_count(),
+	       upcall_empty());
+}
+
 #define MSR_APIC_BASE 0x1b
 #define MSR_X2APIC(reg) (0x800 + (reg) / 16)
 #define APIC_BASE_EXTD (1u << 10)
@@ -794,6 +1097,7 @@ int guest_main(void)
 	case_counters();
 	case_deferrable();
 	case_apic_coexists();
+	case_upcall();
 
 	for (unsigned s = 0; s < lull_info.nr_slots; s++)
 		lull_timer_stop(s);

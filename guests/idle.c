@@ -19,11 +19,15 @@
  * Under QEMU (no lull) there is no deferral: vCPU 0 takes a 10 ms LAPIC
  * tick and stops after seconds=N; delivered = ticks handled, merged = 0.
  *
+ * delivery=upcall|vector (lull; default upcall where lull has it): the
+ * housekeeping tick and the end one-shot go through each vCPU's upcall
+ * (upcall.h), or each on its own vector. The wake-up IPI is a vector.
+ *
  * Under lull each vCPU, once its tick is stopped, waits until everything
  * raised is handled (lull_drain) and prints "idle: account" lines for
  * bench/soak.
  *   idle: vcpu I delivered=D merged=M handled=H
- *   idle: PASS vcpus=N seconds=S delivered=.. merged=..
+ *   idle: PASS vcpus=N seconds=S delivery=D delivered=.. merged=..
  */
 #include "guest.h"
 
@@ -41,6 +45,7 @@ struct vcpu_result {
 	uint64_t handled; /* housekeeping handler runs */
 	uint64_t woken_by; /* VEC_END (vCPU 0) or VEC_WAKE handler runs */
 	uint64_t fences;
+	uint64_t vector_irqs; /* interrupts that came on their own vector */
 	uint64_t first; /* the tick's first deadline */
 	uint64_t delivered, merged;
 	bool woken, reported;
@@ -48,31 +53,57 @@ struct vcpu_result {
 
 static struct vcpu_result res[RT_MAX_VCPUS];
 static unsigned armed;
+static int delivery;
 static uint64_t end_ns; /* LAPIC fallback only */
 
-static void on_hk(unsigned vector)
+static void hk(void)
 {
 	struct vcpu_result *me = &res[smp_id()];
 
-	(void)vector;
 	me->handled++;
 	if (timer_backend() == TIMER_LAPIC && clock_ns() >= end_ns)
 		WRITE_ONCE(me->woken, true);
 	timer_irq_done();
 }
 
-static void on_wake(unsigned vector)
+static void wake(void)
 {
 	struct vcpu_result *me = &res[smp_id()];
 
-	(void)vector;
 	me->woken_by++;
 	WRITE_ONCE(me->woken, true);
+}
+
+static void on_hk(unsigned vector)
+{
+	(void)vector;
+	res[smp_id()].vector_irqs++;
+	hk();
+}
+
+static void on_wake(unsigned vector)
+{
+	(void)vector;
+	res[smp_id()].vector_irqs++;
+	wake();
+}
+
+static void hk_slot(unsigned slot)
+{
+	(void)slot;
+	hk();
+}
+
+static void end_slot(unsigned slot)
+{
+	(void)slot;
+	wake();
 }
 
 static void on_fence(unsigned vector)
 {
 	(void)vector;
+	res[smp_id()].vector_irqs++;
 	res[smp_id()].fences++;
 }
 
@@ -102,8 +133,10 @@ static void account(unsigned id, uint64_t hi)
 	a.slot = SLOT_FENCE;
 	a.handled = me->fences;
 	account_print(&a);
+	/* interrupts, as lull counts its injections: upcalls, not slots */
 	printf("idle: account vcpu=%u irqs=%lu\n", id,
-	       me->handled + me->woken_by + me->fences);
+	       me->vector_irqs +
+		       (delivery == DELIVERY_UPCALL ? upcall_count() : 0));
 }
 
 static void halt_until_woken(struct vcpu_result *me)
@@ -146,14 +179,36 @@ static void report(unsigned id)
 	__atomic_store_n(&me->reported, true, __ATOMIC_RELEASE);
 }
 
-static long arm_housekeeping(struct vcpu_result *me)
+/* This vCPU's upcall, when it is the delivery: 0 or negative errno. */
+static long bind_upcall(void)
 {
 	long r;
 
+	if (delivery != DELIVERY_UPCALL)
+		return 0;
+	r = upcall_init();
+	upcall_bind(SLOT_HK, hk_slot);
+	upcall_bind(SLOT_END, end_slot);
+	return r;
+}
+
+static unsigned bound(void)
+{
+	return delivery == DELIVERY_UPCALL ? TIMER_UPCALL : 0;
+}
+
+static long arm_housekeeping(struct vcpu_result *me)
+{
+	long r = bind_upcall();
+
 	me->first = clock_ns() + HK_NS;
-	if (timer_backend() == TIMER_LULL)
-		r = lull_timer_set(SLOT_HK, me->first, VEC_HK,
-				   LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC,
+	if (r < 0)
+		; /* reported by the caller */
+	else if (timer_backend() == TIMER_LULL)
+		r = lull_timer_set(SLOT_HK, me->first,
+				   bound() ? 0 : VEC_HK,
+				   LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC |
+					   bound(),
 				   HK_NS, 0);
 	else
 		r = timer_periodic(SLOT_HK, HK_NS, VEC_HK, 0);
@@ -192,13 +247,18 @@ int guest_main(void)
 		       hv_name(rt_boot.hv), clock_name());
 		return 1;
 	}
+	delivery = delivery_choose();
+	if (delivery < 0) {
+		printf("idle: FAIL delivery= takes upcall or vector\n");
+		return 1;
+	}
 	irq_set_handler(VEC_HK, on_hk);
 	irq_set_handler(VEC_END, on_wake);
 	irq_set_handler(VEC_WAKE, on_wake);
 	irq_set_handler(VEC_FENCE, on_fence);
 	smp_open_gate();
-	printf("idle: backend=%s clock=%s vcpus=%u: 10 ms %s ticks, end in %lu s\n",
-	       timer_backend_name(), clock_name(), n,
+	printf("idle: backend=%s clock=%s delivery=%s vcpus=%u: 10 ms %s ticks, end in %lu s\n",
+	       timer_backend_name(), clock_name(), delivery_name(delivery), n,
 	       be == TIMER_LULL ? "deferrable" : "LAPIC", seconds);
 
 	cli();
@@ -207,7 +267,7 @@ int guest_main(void)
 	while (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) < n)
 		cpu_relax();
 	if (be == TIMER_LULL && r >= 0)
-		r = timer_oneshot(SLOT_END, end_ns, VEC_END, 0);
+		r = timer_oneshot(SLOT_END, end_ns, VEC_END, bound());
 	if (r < 0) {
 		printf("idle: FAIL arming timers returned %ld\n", r);
 		return 1;
@@ -233,12 +293,17 @@ int guest_main(void)
 		printf("idle: FAIL deferred ticks were not delivered on wake\n");
 		return 1;
 	}
+	if (upcall_unbound()) {
+		printf("idle: FAIL %lu upcall bit(s) for slots without a function\n",
+		       upcall_unbound());
+		return 1;
+	}
 	if (irq_unexpected_count()) {
 		printf("idle: FAIL %lu interrupt(s) on vectors without a handler\n",
 		       irq_unexpected_count());
 		return 1;
 	}
-	printf("idle: PASS vcpus=%u seconds=%lu delivered=%lu merged=%lu\n", n,
-	       seconds, sum_d, sum_m);
+	printf("idle: PASS vcpus=%u seconds=%lu delivery=%s delivered=%lu merged=%lu\n",
+	       n, seconds, delivery_name(delivery), sum_d, sum_m);
 	return 0;
 }

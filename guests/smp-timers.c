@@ -15,8 +15,10 @@
  * slot 2 grows on that wake, and delivered + merged grows by at least
  * half the expected tick count (the ticks were collapsed, not lost).
  * With one vCPU only vCPU 0's part runs (a note says so). lull only.
+ * delivery=upcall|vector (default upcall where lull has it): the tick
+ * slot goes through each vCPU's upcall (upcall.h) or on its own vector.
  *   smp-timers: vcpu I delivered+=D merged+=M handled=H
- *   smp-timers: PASS vcpus=N seconds=S ticks=.. late_p50_ns=..
+ *   smp-timers: PASS vcpus=N seconds=S delivery=D ticks=.. late_p50_ns=..
  *               late_p99_ns=.. late_max_ns=.. (one line)
  */
 #include "guest.h"
@@ -36,6 +38,7 @@ struct ap_state {
 static struct ap_state ap[RT_MAX_VCPUS];
 static unsigned armed;
 static uint64_t window_ns;
+static int delivery;
 static struct ptrack busy_track;
 static uint64_t samples[MAX_SAMPLES];
 
@@ -49,6 +52,28 @@ static void on_tick(unsigned vector)
 				   shared_page()->slot[SLOT_TICK].merged);
 	else
 		ap[id].handled++;
+}
+
+static void tick_slot(unsigned slot)
+{
+	on_tick(slot);
+}
+
+/* This vCPU's tick: on the upcall or on VEC_TICK, first at `first`. */
+static long arm_tick(uint64_t first)
+{
+	unsigned flags = LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC;
+	long r;
+
+	if (delivery != DELIVERY_UPCALL)
+		return lull_timer_set(SLOT_TICK, first, VEC_TICK, flags,
+				      TICK_NS, 0);
+	r = upcall_init();
+	if (r < 0)
+		return r;
+	upcall_bind(SLOT_TICK, tick_slot);
+	return lull_timer_set(SLOT_TICK, first, 0, flags | LULL_TIMER_UPCALL,
+			      TICK_NS, 0);
 }
 
 static void on_wake(unsigned vector)
@@ -67,9 +92,7 @@ void guest_ap_main(unsigned id)
 	smp_wait_gate(); /* until vCPU 0 has set up */
 	want = window_ns / TICK_NS / 2;
 	cli();
-	r = lull_timer_set(SLOT_TICK, clock_ns() + TICK_NS, VEC_TICK,
-			   LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC,
-			   TICK_NS, 0);
+	r = arm_tick(clock_ns() + TICK_NS);
 	me->d0 = c->delivered;
 	me->m0 = c->merged;
 	__atomic_fetch_add(&armed, 1, __ATOMIC_RELEASE);
@@ -114,13 +137,18 @@ int guest_main(void)
 		return RT_EXIT_SKIP;
 	}
 	window_ns = seconds * 1000000000ull;
+	delivery = delivery_choose();
+	if (delivery < 0) {
+		printf("smp-timers: FAIL delivery= takes upcall or vector\n");
+		return 1;
+	}
 	irq_set_handler(VEC_TICK, on_tick);
 	irq_set_handler(VEC_WAKE, on_wake);
 	smp_open_gate();
 	if (n < 2)
 		printf("smp-timers: note: 1 vCPU, testing only the busy vCPU 0 (use --vcpus 2+)\n");
-	printf("smp-timers: vcpus=%u: 1 ms deferrable periodic timers, vcpu 0 busy, others halted, %lu s\n",
-	       n, seconds);
+	printf("smp-timers: vcpus=%u delivery=%s: 1 ms deferrable periodic timers, vcpu 0 busy, others halted, %lu s\n",
+	       n, delivery_name(delivery), seconds);
 
 	cli();
 	while (__atomic_load_n(&armed, __ATOMIC_ACQUIRE) < n - 1)
@@ -130,9 +158,7 @@ int guest_main(void)
 	ptrack_init(&busy_track, t0 + TICK_NS, TICK_NS,
 		    shared_page()->slot[SLOT_TICK].merged, samples,
 		    MAX_SAMPLES);
-	r = lull_timer_set(SLOT_TICK, t0 + TICK_NS, VEC_TICK,
-			   LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC, TICK_NS,
-			   0);
+	r = arm_tick(t0 + TICK_NS);
 	if (r < 0) {
 		printf("smp-timers: FAIL arming vcpu 0's timer returned %ld\n", r);
 		return 1;
@@ -174,12 +200,17 @@ int guest_main(void)
 		printf("smp-timers: FAIL a halted vcpu did not get its deferred ticks on wake\n");
 		return 1;
 	}
+	if (upcall_unbound()) {
+		printf("smp-timers: FAIL %lu upcall bit(s) for slots without a function\n",
+		       upcall_unbound());
+		return 1;
+	}
 	if (irq_unexpected_count()) {
 		printf("smp-timers: FAIL %lu interrupt(s) on vectors without a handler\n",
 		       irq_unexpected_count());
 		return 1;
 	}
-	printf("smp-timers: PASS vcpus=%u seconds=%lu ticks=%lu late_p50_ns=%lu late_p99_ns=%lu late_max_ns=%lu\n",
-	       n, seconds, busy_track.fires, p.p50, p.p99, p.max);
+	printf("smp-timers: PASS vcpus=%u seconds=%lu delivery=%s ticks=%lu late_p50_ns=%lu late_p99_ns=%lu late_max_ns=%lu\n",
+	       n, seconds, delivery_name(delivery), busy_track.fires, p.p50, p.p99, p.max);
 	return 0;
 }

@@ -9,6 +9,9 @@
  * each 100 ms deadline (there is no deferrable timer there). Runs
  * seconds=N (default 5), work_iters=N (default 20); tick_us=N (default
  * 1000) and work_ms=N (default 100) change the two periods.
+ * delivery=upcall|vector (lull; default upcall where lull has it): both
+ * slots bound to the upcall (upcall.h), so a wake that runs the work and
+ * the deferred tick is one interrupt, or each slot on its own vector.
  *
  * Measures the work timer's lateness in the guest: handler time from
  * pvclock minus the deadline on the ideal grid start + k * 100 ms.
@@ -17,7 +20,7 @@
  * none run before its deadline. Under lull it then stops both timers, waits
  * until everything raised is handled (lull_drain) and prints one
  * "tick: account" line per slot for bench/soak.
- *   tick: PASS backend=lull seconds=5 ticks=.. work=50 merged=0 early=0
+ *   tick: PASS backend=lull delivery=upcall seconds=5 ticks=.. work=50 merged=0 early=0
  *         late_p50_ns=.. late_p99_ns=.. late_max_ns=.. (one line)
  */
 #include "guest.h"
@@ -37,6 +40,7 @@ static struct ptrack work_track;
 static uint64_t samples[MAX_SAMPLES];
 
 static uint64_t work_iters;
+static int delivery;
 
 /*
  * A little arithmetic the compiler cannot drop. The default is small on
@@ -95,6 +99,16 @@ static void on_work(unsigned vector)
 	timer_irq_done();
 }
 
+static void tick_slot(unsigned slot)
+{
+	on_tick(slot);
+}
+
+static void work_slot(unsigned slot)
+{
+	on_work(slot);
+}
+
 static void on_fence(unsigned vector)
 {
 	(void)vector;
@@ -128,7 +142,10 @@ static void account(uint64_t t0, uint64_t hi)
 	a.first = a.period = 0;
 	a.handled = fences;
 	account_print(&a);
-	printf("tick: account vcpu=0 irqs=%lu\n", ticks + works + fences);
+	/* interrupts, as lull counts its injections: upcalls, not slots */
+	printf("tick: account vcpu=0 irqs=%lu\n",
+	       delivery == DELIVERY_UPCALL ? upcall_count() + fences :
+					     ticks + works + fences);
 }
 
 int guest_main(void)
@@ -142,6 +159,7 @@ int guest_main(void)
 	uint64_t t0, want;
 	struct percentiles p;
 	long r1 = 0, r2 = 0;
+	unsigned bound = 0, vec_tick = VEC_TICK, vec_work = VEC_WORK;
 
 	if (!tick_ns || !work_ns) {
 		printf("tick: FAIL tick_us and work_ms must be positive\n");
@@ -152,11 +170,30 @@ int guest_main(void)
 		       hv_name(rt_boot.hv), clock_name());
 		return 1;
 	}
+	delivery = delivery_choose();
+	if (delivery < 0) {
+		printf("tick: FAIL delivery= takes upcall or vector\n");
+		return 1;
+	}
 	irq_set_handler(VEC_TICK, on_tick);
 	irq_set_handler(VEC_WORK, on_work);
 	irq_set_handler(VEC_FENCE, on_fence);
-	printf("tick: backend=%s clock=%s: %lu Hz %s tick, %lu ms hard work timer, %lu s\n",
-	       timer_backend_name(), clock_name(), 1000000000 / tick_ns,
+	if (delivery == DELIVERY_UPCALL) {
+		long r = upcall_init();
+
+		if (r < 0) {
+			printf("tick: FAIL setting the upcall vector returned %ld\n",
+			       r);
+			return 1;
+		}
+		upcall_bind(SLOT_TICK, tick_slot);
+		upcall_bind(SLOT_WORK, work_slot);
+		bound = TIMER_UPCALL;
+		vec_tick = vec_work = 0;
+	}
+	printf("tick: backend=%s clock=%s delivery=%s: %lu Hz %s tick, %lu ms hard work timer, %lu s\n",
+	       timer_backend_name(), clock_name(), delivery_name(delivery),
+	       1000000000 / tick_ns,
 	       be == TIMER_LULL ? "deferrable" : "LAPIC periodic",
 	       work_ns / 1000000, seconds);
 	if (be == TIMER_LAPIC)
@@ -170,11 +207,12 @@ int guest_main(void)
 		    shared_page()->slot[SLOT_WORK].merged, samples,
 		    MAX_SAMPLES);
 	if (be == TIMER_LULL) {
-		r1 = lull_timer_set(SLOT_TICK, t0 + tick_ns, VEC_TICK,
-				    LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC,
+		r1 = lull_timer_set(SLOT_TICK, t0 + tick_ns, vec_tick,
+				    LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC |
+					    bound,
 				    tick_ns, 0);
-		r2 = lull_timer_set(SLOT_WORK, t0 + work_ns, VEC_WORK,
-				    LULL_TIMER_PERIODIC, work_ns, 0);
+		r2 = lull_timer_set(SLOT_WORK, t0 + work_ns, vec_work,
+				    LULL_TIMER_PERIODIC | bound, work_ns, 0);
 	} else {
 		r1 = timer_periodic(SLOT_TICK, tick_ns, VEC_TICK, 0);
 	}
@@ -201,6 +239,9 @@ int guest_main(void)
 		printf("tick: tick slot delivered=%lu merged=%lu, work slot delivered=%lu merged=%lu\n",
 		       c[SLOT_TICK].delivered, c[SLOT_TICK].merged,
 		       c[SLOT_WORK].delivered, c[SLOT_WORK].merged);
+		if (delivery == DELIVERY_UPCALL)
+			printf("tick: upcalls=%lu empty=%lu\n", upcall_count(),
+			       upcall_empty());
 	}
 	p = percentiles(samples, work_track.n);
 	want = seconds * 1000000000ull / work_ns;
@@ -214,6 +255,11 @@ int guest_main(void)
 		       works, work_track.skipped, want);
 		return 1;
 	}
+	if (upcall_unbound()) {
+		printf("tick: FAIL %lu upcall bit(s) for slots without a function\n",
+		       upcall_unbound());
+		return 1;
+	}
 	if (irq_unexpected_count()) {
 		printf("tick: FAIL %lu interrupt(s) on vectors without a handler\n",
 		       irq_unexpected_count());
@@ -224,8 +270,9 @@ int guest_main(void)
 		       work_track.early);
 		return 1;
 	}
-	printf("tick: PASS backend=%s seconds=%lu ticks=%lu work=%lu merged=%lu early=%lu late_p50_ns=%lu late_p99_ns=%lu late_max_ns=%lu\n",
-	       timer_backend_name(), seconds, ticks, works, work_track.skipped,
+	printf("tick: PASS backend=%s delivery=%s seconds=%lu ticks=%lu work=%lu merged=%lu early=%lu late_p50_ns=%lu late_p99_ns=%lu late_max_ns=%lu\n",
+	       timer_backend_name(), delivery_name(delivery), seconds, ticks,
+	       works, work_track.skipped,
 	       work_track.early,
 	       p.p50, p.p99, p.max);
 	return 0;

@@ -17,7 +17,9 @@
  * Time        guest ns from the pvclock record in the per-vCPU shared page;
  *             it tracks the host's CLOCK_MONOTONIC. Deadlines are absolute.
  * Interrupts  a timer expiry or IPI injects its vector (32..255) through
- *             the vCPU's local APIC. While the guest leaves that APIC
+ *             the vCPU's local APIC; a slot bound to the upcall
+ *             (LULL_TIMER_UPCALL) sets its bit in the shared page and
+ *             raises the vCPU's one upcall vector instead. While the guest leaves that APIC
  *             software-disabled (its reset state) there is no EOI: each
  *             delivery is an edge; a vector raised again before it was
  *             delivered merges into one delivery.
@@ -25,6 +27,7 @@
 #ifndef LULL_ABI_H
 #define LULL_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define LULL_ABI_VERSION 1
@@ -40,6 +43,7 @@
 #define LULL_FEAT_PVCLOCK (1u << 0)
 #define LULL_FEAT_TIMERS (1u << 1)
 #define LULL_FEAT_IPI (1u << 2)
+#define LULL_FEAT_UPCALL (1u << 3) /* LULL_HC_SET_UPCALL_VECTOR, LULL_TIMER_UPCALL */
 
 /* Ports */
 #define LULL_HCALL_PORT 0x0e11
@@ -57,7 +61,8 @@
 #define LULL_HC_XEN_STOP_SINGLESHOT 6 /* (): slot 0 */
 #define LULL_HC_XEN_SET_PERIODIC 7 /* (period, vector): slot 1, first tick now+period */
 #define LULL_HC_XEN_STOP_PERIODIC 8 /* (): slot 1 */
-#define LULL_HC_MAX 8
+#define LULL_HC_SET_UPCALL_VECTOR 9 /* (vector 32..255, or 0 to unset) -> 0 | -EINVAL */
+#define LULL_HC_MAX 9
 
 #define LULL_XEN_SINGLESHOT_SLOT 0
 #define LULL_XEN_PERIODIC_SLOT 1
@@ -71,7 +76,10 @@
 /* LULL_HC_TIMER_SET flags */
 #define LULL_TIMER_DEFERRABLE (1u << 0)
 #define LULL_TIMER_PERIODIC (1u << 1)
-#define LULL_TIMER_FLAGS_ALL (LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC)
+/* Delivered through the vCPU's upcall (vector argument must be 0). */
+#define LULL_TIMER_UPCALL (1u << 2)
+#define LULL_TIMER_FLAGS_ALL \
+	(LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC | LULL_TIMER_UPCALL)
 
 #define LULL_VECTOR_MIN 32
 #define LULL_VECTOR_MAX 255
@@ -110,7 +118,7 @@ struct lull_pvclock {
 #define LULL_PVCLOCK_TSC_STABLE (1u << 0)
 
 struct lull_slot_counters {
-	uint64_t delivered; /* expirations that raised the slot's vector */
+	uint64_t delivered; /* expirations that raised the slot's vector or set its upcall bit */
 	uint64_t merged; /* expirations collapsed into another delivery or dropped */
 };
 
@@ -124,10 +132,27 @@ struct lull_slot_counters {
 struct lull_shared_page {
 	struct lull_pvclock clock; /* offset 0 */
 	uint32_t vcpu_id; /* offset 32 */
-	uint32_t nr_slots;
-	uint64_t reserved[3];
+	uint32_t nr_slots; /* offset 36 */
+	/*
+	 * The upcall (docs/abi.md "Upcall delivery"), Xen's
+	 * evtchn_upcall_pending and evtchn_pending[] for timer slots: the VMM
+	 * sets bit i of upcall_bits when upcall-bound slot i expires, and
+	 * raises the upcall vector only when it turns upcall_pending from 0
+	 * to 1. The guest writes upcall_pending = 0, then takes each word
+	 * with an atomic exchange. Both sides use atomic operations.
+	 */
+	uint32_t upcall_pending; /* offset 40 */
+	uint32_t reserved0; /* offset 44 */
+	uint64_t upcall_bits[LULL_MAX_SLOTS / 64]; /* offset 48 */
 	struct lull_slot_counters slot[LULL_MAX_SLOTS]; /* offset 64 */
 };
+
+_Static_assert(offsetof(struct lull_shared_page, vcpu_id) == 32, "ABI");
+_Static_assert(offsetof(struct lull_shared_page, nr_slots) == 36, "ABI");
+_Static_assert(offsetof(struct lull_shared_page, upcall_pending) == 40, "ABI");
+_Static_assert(offsetof(struct lull_shared_page, upcall_bits) == 48, "ABI");
+_Static_assert(offsetof(struct lull_shared_page, slot) == 64, "ABI");
+_Static_assert(sizeof(struct lull_shared_page) <= LULL_SHARED_PAGE_SIZE, "ABI");
 
 /* PVH boot (hvm_start_info, Xen's arch-x86/hvm/start_info.h) */
 #define LULL_PVH_NOTE_TYPE 18 /* XEN_ELFNOTE_PHYS32_ENTRY */

@@ -142,7 +142,8 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 	lull_leaf(&c->entries[n++], LULL_CPUID_SIGNATURE, LULL_CPUID_TIMING,
 		  LULL_SIGNATURE_EBX, LULL_SIGNATURE_ECX, LULL_SIGNATURE_EDX);
 	lull_leaf(&c->entries[n++], LULL_CPUID_FEATURES,
-		  LULL_FEAT_PVCLOCK | LULL_FEAT_TIMERS | LULL_FEAT_IPI,
+		  LULL_FEAT_PVCLOCK | LULL_FEAT_TIMERS | LULL_FEAT_IPI |
+			  LULL_FEAT_UPCALL,
 		  LULL_HCALL_PORT, cfg->nr_slots, cfg->nr_vcpus);
 	lull_leaf(&c->entries[n++], LULL_CPUID_TIMING, LULL_ABI_VERSION,
 		  (uint32_t)LULL_PERIOD_FLOOR_NS, cfg->missed_ticks,

@@ -41,12 +41,23 @@ static int64_t timer_set(struct vm *vm, struct vm_cpu *cpu, uint64_t slot,
 	if (slot >= cpu->pv.nr_slots)
 		return bad(vm, cpu, HC_ERR_SLOT, -LULL_EINVAL,
 			   "timer slot %" PRIu64 " out of range", slot);
-	if (!vector_ok(vector))
-		return bad(vm, cpu, HC_ERR_VECTOR, -LULL_EINVAL,
-			   "vector %" PRIu64 " outside 32..255", vector);
 	if (flags & ~(uint64_t)LULL_TIMER_FLAGS_ALL)
 		return bad(vm, cpu, HC_ERR_FLAGS, -LULL_EINVAL,
 			   "unknown timer flags 0x%" PRIx64, flags);
+	if (flags & LULL_TIMER_UPCALL) {
+		/* the upcall's vector is the vCPU's, never the slot's */
+		if (vector)
+			return bad(vm, cpu, HC_ERR_VECTOR, -LULL_EINVAL,
+				   "vector %" PRIu64 " with UPCALL (must be 0)",
+				   vector);
+		if (!cpu->pv.upcall_vector)
+			return bad(vm, cpu, HC_ERR_FLAGS, -LULL_EINVAL,
+				   "UPCALL flag 0x%" PRIx64 " with no upcall vector set",
+				   flags);
+	} else if (!vector_ok(vector)) {
+		return bad(vm, cpu, HC_ERR_VECTOR, -LULL_EINVAL,
+			   "vector %" PRIu64 " outside 32..255", vector);
+	}
 	if (flags & LULL_TIMER_PERIODIC) {
 		if (!period)
 			return bad(vm, cpu, HC_ERR_PERIOD, -LULL_EINVAL,
@@ -82,6 +93,26 @@ static int64_t set_shared_page(struct vm *vm, struct vm_cpu *cpu, uint64_t gpa)
 		return bad(vm, cpu, HC_ERR_POINTER, -LULL_EFAULT,
 			   "shared page 0x%" PRIx64 " outside guest RAM", gpa);
 	pvtimer_set_shared(&cpu->pv, page);
+	return 0;
+}
+
+/*
+ * Per vCPU, like Xen's HVM_PARAM_CALLBACK_IRQ vector. The bits live in the
+ * shared page, so it must be registered first; 0 unsets (masks) the upcall:
+ * bound slots' expiries are then dropped and counted merged.
+ */
+static int64_t set_upcall_vector(struct vm *vm, struct vm_cpu *cpu,
+				 uint64_t vector)
+{
+	if (vector && !vector_ok(vector))
+		return bad(vm, cpu, HC_ERR_VECTOR, -LULL_EINVAL,
+			   "upcall vector %" PRIu64 " outside 32..255",
+			   vector);
+	if (!cpu->pv.shared)
+		return bad(vm, cpu, HC_ERR_POINTER, -LULL_EINVAL,
+			   "upcall vector %" PRIu64 " before a shared page",
+			   vector);
+	pvtimer_set_upcall_vector(&cpu->pv, (uint8_t)vector);
 	return 0;
 }
 
@@ -133,6 +164,8 @@ int64_t hypercall(struct vm *vm, struct vm_cpu *cpu, const struct hc_args *a,
 	}
 	case LULL_HC_XEN_STOP_PERIODIC:
 		return timer_stop(vm, cpu, LULL_XEN_PERIODIC_SLOT);
+	case LULL_HC_SET_UPCALL_VECTOR:
+		return set_upcall_vector(vm, cpu, a->a0);
 	default:
 		return bad(vm, cpu, HC_ERR_OP, -LULL_ENOSYS,
 			   "unknown hypercall %" PRIu64, a->op);

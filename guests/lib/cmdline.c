@@ -81,3 +81,12 @@ bool cmdline_has(const char *key)
 {
 	return find(key, false) != NULL;
 }
+
+bool cmdline_is(const char *key, const char *value)
+{
+	const char *p = find(key, true);
+	size_t n = strlen(value);
+
+	return p && !memcmp(p, value, n) &&
+	       (p[n] == '\0' || p[n] == ' ' || p[n] == '\t');
+}

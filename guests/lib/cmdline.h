@@ -15,5 +15,7 @@ const char *cmdline(void);
 /* Value of key=N (decimal, or hex with 0x), or def if absent or malformed. */
 uint64_t cmdline_u64(const char *key, uint64_t def);
 bool cmdline_has(const char *key);
+/* Whether key=value is there, value matching the whole word. */
+bool cmdline_is(const char *key, const char *value);
 
 #endif

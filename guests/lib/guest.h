@@ -20,6 +20,7 @@
 #include "stats.h"
 #include "string.h"
 #include "timer.h"
+#include "upcall.h"
 #include "x86.h"
 
 #endif

@@ -99,4 +99,9 @@ static inline long lull_xen_stop_periodic(void)
 	return lull_hcall(LULL_HC_XEN_STOP_PERIODIC, 0, 0, 0, 0, 0, 0);
 }
 
+static inline long lull_set_upcall_vector(uint64_t vector)
+{
+	return lull_hcall(LULL_HC_SET_UPCALL_VECTOR, vector, 0, 0, 0, 0, 0);
+}
+
 #endif

@@ -46,7 +46,9 @@ long timer_oneshot(unsigned slot, uint64_t deadline_ns, unsigned vector,
 
 	switch (backend) {
 	case TIMER_LULL:
-		return lull_timer_set(slot, deadline_ns, vector, flags, 0, 0);
+		return lull_timer_set(slot, deadline_ns,
+				      flags & TIMER_UPCALL ? 0 : vector, flags,
+				      0, 0);
 	case TIMER_LAPIC:
 		now = clock_ns();
 		lapic_slot[smp_id()] = slot + 1;
@@ -66,7 +68,8 @@ long timer_periodic(unsigned slot, uint64_t period_ns, unsigned vector,
 {
 	switch (backend) {
 	case TIMER_LULL:
-		return lull_timer_set(slot, clock_ns() + period_ns, vector,
+		return lull_timer_set(slot, clock_ns() + period_ns,
+				      flags & TIMER_UPCALL ? 0 : vector,
 				      flags | LULL_TIMER_PERIODIC, period_ns,
 				      0);
 	case TIMER_LAPIC:

@@ -7,6 +7,10 @@
  *          be armed at a time (arming another replaces it) and there is
  *          no deferrable concept: the flag is ignored, every timer is hard.
  *
+ * TIMER_UPCALL (lull only, after upcall_init(); upcall.h): the slot is
+ * delivered through the vCPU's upcall and `vector` is not used. The lapic
+ * backend has no upcall: it ignores the flag and uses `vector`.
+ *
  * Deadlines are absolute clock_ns() values. Call timer_irq_done() at the
  * end of every timer interrupt handler (the LAPIC needs an EOI, lull
  * does not). Return values: >= 0 ok, negative errno (lull's, or -ENOSYS
@@ -17,7 +21,11 @@
 
 #include <stdint.h>
 
+#include <lull_abi.h>
+
 enum timer_backend { TIMER_NONE, TIMER_LULL, TIMER_LAPIC };
+
+#define TIMER_UPCALL LULL_TIMER_UPCALL
 
 /* Per vCPU, before using the others; returns the backend. */
 enum timer_backend timer_init(void);

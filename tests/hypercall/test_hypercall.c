@@ -86,8 +86,16 @@ static bool vector_ok(uint64_t v)
 	return v >= 32 && v <= 255;
 }
 
+/* Per vCPU, what the calls so far leave behind that later answers depend on. */
+struct model {
+	bool shared_page;
+	uint64_t upcall_vector;
+};
+
+static struct model model[NR_VCPUS];
+
 /* What the ABI (docs/abi.md) says the call must return. */
-static int64_t expected(const struct hc_args *a)
+static int64_t expected(const struct hc_args *a, const struct model *m)
 {
 	switch (a->op) {
 	case LULL_HC_NOP:
@@ -95,12 +103,22 @@ static int64_t expected(const struct hc_args *a)
 	case LULL_HC_SET_SHARED_PAGE:
 		return (a->a0 % 4096 || a->a0 > RAM_SIZE - 4096) ? -LULL_EFAULT : 0;
 	case LULL_HC_TIMER_SET:
-		if (a->a0 >= NR_SLOTS || !vector_ok(a->a2) ||
+		if (a->a0 >= NR_SLOTS ||
 		    (a->a3 & ~(uint64_t)LULL_TIMER_FLAGS_ALL))
 			return -LULL_EINVAL;
+		if (a->a3 & LULL_TIMER_UPCALL) {
+			if (a->a2 != 0 || !m->upcall_vector)
+				return -LULL_EINVAL;
+		} else if (!vector_ok(a->a2)) {
+			return -LULL_EINVAL;
+		}
 		if ((a->a3 & LULL_TIMER_PERIODIC) && !a->a4)
 			return -LULL_EINVAL;
 		return 0;
+	case LULL_HC_SET_UPCALL_VECTOR:
+		if (a->a0 && !vector_ok(a->a0))
+			return -LULL_EINVAL;
+		return m->shared_page ? 0 : -LULL_EINVAL;
 	case LULL_HC_TIMER_STOP:
 		return a->a0 >= NR_SLOTS ? -LULL_EINVAL : -1000; /* 0 or 1 */
 	case LULL_HC_SEND_IPI:
@@ -126,16 +144,28 @@ Test(hypercall, random_registers_get_the_documented_answer)
 
 	fprintf(stderr, "hypercall: seed %lu (set LULL_TEST_SEED to replay)\n", seed);
 	rng_state = seed;
+	memset(model, 0, sizeof(model));
 	for (unsigned long i = 0; i < calls; i++) {
 		struct hc_args a = {
 			.op = rnd() % 3 ? rnd() % (LULL_HC_MAX + 2) : rnd(),
 			.a0 = interesting(), .a1 = interesting(),
-			.a2 = interesting(), .a3 = interesting() & (rnd() % 2 ? 3 : ~0ull),
+			.a2 = interesting(), .a3 = interesting() & (rnd() % 2 ? 7 : ~0ull),
 			.a4 = interesting(), .a5 = interesting(),
 		};
-		struct vm_cpu *cpu = &vm.cpus[rnd() % NR_VCPUS];
-		int64_t want = expected(&a);
-		int64_t got = hypercall(&vm, cpu, &a, NOW + i);
+		unsigned c = (unsigned)(rnd() % NR_VCPUS);
+		struct vm_cpu *cpu = &vm.cpus[c];
+		int64_t want, got;
+
+		/* an upcall-bound slot takes vector 0: make that common */
+		if (a.op == LULL_HC_TIMER_SET && (a.a3 & LULL_TIMER_UPCALL) &&
+		    rnd() % 2)
+			a.a2 = 0;
+		want = expected(&a, &model[c]);
+		got = hypercall(&vm, cpu, &a, NOW + i);
+		if (a.op == LULL_HC_SET_SHARED_PAGE && got == 0)
+			model[c].shared_page = true;
+		if (a.op == LULL_HC_SET_UPCALL_VECTOR && got == 0)
+			model[c].upcall_vector = a.a0;
 
 		if (want == -1000)
 			cr_assert(got == 0 || got == 1,
@@ -153,6 +183,8 @@ Test(hypercall, random_registers_get_the_documented_answer)
 	}
 	cr_assert_gt(atomic_load(&vm.hc_errors[HC_ERR_OP]), 0);
 	cr_assert_eq(atomic_load(&vm.hc_calls), calls);
+	for (unsigned c = 0; c < NR_VCPUS; c++)
+		cr_assert_eq(vm.cpus[c].pv.upcall_vector, model[c].upcall_vector);
 }
 
 Test(hypercall, past_deadline_fires_at_next_advance)
