@@ -292,7 +292,7 @@ int wheel_del(struct wheel *w, struct wheel_timer *t)
 {
 	uint64_t priv = t->priv;
 
-	if (unlikely(!(priv & PRIV_STATE_MASK)))
+	if (!(priv & PRIV_STATE_MASK))
 		return 0;
 	unlink_pending(w, t);
 	t->priv = priv & ~PRIV_STATE_MASK; /* TIMER_IDLE */
@@ -347,7 +347,7 @@ static hot_inline uint64_t base_min_at(struct wheel *w, unsigned base)
 	if (!level)
 		return wheel_slot_start(w->clk, 0, slot) << w->tick_shift;
 	g = base * WHEEL_BASE_SLOTS + level * WHEEL_SLOTS + slot;
-	if (likely(w->sorted[base] == g))
+	if (w->sorted[base] == g)
 		return ceil_tick(w, wheel_timer_of(w->slot[g])->expires);
 	return coarse_slot_min_at(w, base, level, g);
 }
@@ -387,7 +387,7 @@ static __attribute__((noinline)) uint64_t next_hard_recompute(struct wheel *w)
 {
 	uint64_t next = base_min_at(w, WHEEL_BASE_HARD);
 
-	if (unlikely(w->level_mask[WHEEL_BASE_TOLERANT]))
+	if (w->level_mask[WHEEL_BASE_TOLERANT])
 		next = min_u64(next, tolerant_min_wake(w));
 	w->next_hard = next;
 	w->next_hard_valid = true;
@@ -396,8 +396,8 @@ static __attribute__((noinline)) uint64_t next_hard_recompute(struct wheel *w)
 
 uint64_t wheel_next_hard_expiry(struct wheel *w)
 {
-	uint64_t next = likely(w->next_hard_valid) ? w->next_hard :
-						     next_hard_recompute(w);
+	uint64_t next =
+		w->next_hard_valid ? w->next_hard : next_hard_recompute(w);
 
 	return next > w->now ? next : w->now;
 }

@@ -59,7 +59,7 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 	unsigned digit = (sum >> digit_shift) & SLOT_MASK;
 	struct wheel_link **head, *first;
 
-	if (unlikely(!digit)) {
+	if (!digit) {
 		unsigned idx = wheel_slot_index(sum >> tick_shift, clk);
 
 		wheel_slot_link(w, base, base * WHEEL_BASE_SLOTS + idx, idx, l);
