@@ -42,7 +42,7 @@ static hot_inline uint64_t base_event(const struct wheel *w, unsigned base,
  * common case needs no level computation, and its occupancy bit is
  * gathered in *@occupied, stored once by the caller. Whether the slot was
  * empty is data, so instead of a branch an empty slot's back link goes to
- * @spare, a link whose ->next stays NULL (wheel_link_or()).
+ * @spare, a link whose ->next stays NULL (the ?: compiles to a cmov).
  *
  * expires + tick - 1 cannot overflow: only the saturated key's timers have
  * such expiries, and the clock never reaches their slot, so they never
@@ -70,7 +70,7 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 	l->next = first;
 	l->pprev = head;
 	*head = l;
-	first = wheel_link_or(first, spare);
+	first = first ? first : spare;
 	first->pprev = &l->next;
 	if (base != WHEEL_BASE_TOLERANT)
 		wheel_timer_of(l)->ahead = first->next;

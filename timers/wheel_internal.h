@@ -157,25 +157,6 @@ static hot_inline void wheel_prefetch_ahead(const struct wheel_link *l)
 	__builtin_prefetch(wheel_timer_of((struct wheel_link *)l)->ahead);
 }
 
-/*
- * @link, or @fallback if @link is NULL, by a conditional move: a plain ?:
- * compiles to a branch in the cascade, where whether the slot was empty is
- * a coin toss per timer.
- */
-static hot_inline struct wheel_link *wheel_link_or(struct wheel_link *link,
-						   struct wheel_link *fallback)
-{
-#if defined(__x86_64__)
-	__asm__("test %0, %0\n\tcmovz %1, %0"
-		: "+r"(link)
-		: "r"(fallback)
-		: "cc");
-	return link;
-#else
-	return link ? link : fallback;
-#endif
-}
-
 /* Slot @g has just become empty. */
 void wheel_slot_emptied(struct wheel *w, size_t g);
 
