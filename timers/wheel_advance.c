@@ -377,17 +377,14 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		event[i] = base_event(w, i, &level[i]);
 	for (;;) {
 		uint64_t first = event[0], last, due[WHEEL_NR_BASES];
-		unsigned lvl;
+		unsigned lvl, b;
 
-		/*
-		 * Which base comes first is data, not pattern (hard and
-		 * deferrable events interleave at random): select without
-		 * branches.
-		 */
-		i = event[1] < first;
-		first = event[1] < first ? event[1] : first;
-		i = event[2] < first ? 2 : i;
-		first = event[2] < first ? event[2] : first;
+		for (i = 0, b = 1; b < WHEEL_NR_BASES; b++) {
+			if (event[b] < first) {
+				first = event[b];
+				i = b;
+			}
+		}
 		if (first > target)
 			break;
 		w->clk = first;
