@@ -32,7 +32,8 @@ static_assert(PRIV_DEFERRABLE >> 2 == (uint64_t)WHEEL_BASE_DEFERRED
 
 /*
  * A coarse slot with at most this many timers is scanned for its earliest
- * key rather than sorted: a rescan is as cheap as keeping it sorted.
+ * key rather than sorted: sorting them too makes the recompute ~1.4x
+ * slower at N <= 10^3.
  */
 #define SCAN_MAX 4
 
@@ -224,7 +225,8 @@ static __attribute__((noinline)) int rearm(struct wheel *w,
  * and a shift, the add's carry sending the last tick of time to rearm(),
  * and the deferrable bit, spread to a mask, picks the base, the priv bits
  * and the wake without a branch. A hard timer's wake is not stored: only
- * the tolerant base reads ->wake.
+ * the tolerant base reads ->wake. Through arm() add is ~10% slower, through
+ * rearm() ~40%, at every N up to 10^4.
  */
 int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	      uint64_t tolerance)
@@ -262,6 +264,7 @@ int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
  * The hot case of a modify: another expiry in the same tick with no
  * tolerance, so the same key, slot and wake: only the expiry and the arm
  * order change. (The base cannot change: the flag is fixed while pending.)
+ * A delete and an add instead make mod_same ~2.4x slower.
  */
 int wheel_mod(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	      uint64_t tolerance)

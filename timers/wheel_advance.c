@@ -40,9 +40,11 @@ static hot_inline uint64_t base_event(const struct wheel *w, unsigned base,
  * @digit_shift = tick_shift + (L - 1) * 6; @slots is that level of its base),
  * unless that digit is zero too: then lower, by the general rule. The
  * common case needs no level computation, and its occupancy bit is
- * gathered in *@occupied, stored once by the caller. Whether the slot was
- * empty is data, so instead of a branch an empty slot's back link goes to
- * @spare, a link whose ->next stays NULL (the ?: compiles to a cmov).
+ * gathered in *@occupied, stored once by the caller (placing every timer
+ * by the general rule makes expire 10-16% slower at N <= 10^4). Whether
+ * the slot was empty is data, so instead of a branch an empty slot's back
+ * link goes to @spare, a link whose ->next stays NULL (the ?: compiles to
+ * a cmov).
  *
  * expires + tick - 1 cannot overflow: only the saturated key's timers have
  * such expiries, and the clock never reaches their slot, so they never
@@ -284,6 +286,7 @@ static struct wheel_link **take_slots(struct wheel *w, unsigned base,
 		struct wheel_link *l = *head, **end = &l->next;
 
 		*head = NULL;
+		/* Most hold one timer: sorting it too costs expire 15-50%. */
 		if (!l->next)
 			mark_due(l);
 		else if (level)
@@ -454,7 +457,7 @@ unsigned wheel_advance(struct wheel *w, uint64_t now)
 		t->priv &= ~PRIV_STATE_MASK; /* TIMER_IDLE */
 		w->nr_pending[deferrable]--;
 		ran++;
-		/* No branch: the kinds of due timers alternate at random. */
+		/* No branch: kinds are random (expire 1.25x at N = 10^4). */
 		ran_deferrable += deferrable;
 		t->fn(t, now);
 	}
