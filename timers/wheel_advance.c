@@ -53,16 +53,15 @@ static hot_inline uint64_t base_event(const struct wheel *w, unsigned base,
 static hot_inline void place_again(struct wheel *w, unsigned base,
 				   struct wheel_link **slots,
 				   unsigned digit_shift, uint64_t *occupied,
-				   struct wheel_link *l, uint64_t clk,
-				   uint64_t tick_mask, unsigned tick_shift,
+				   struct wheel_link *l,
 				   struct wheel_link *spare)
 {
-	uint64_t sum = wheel_timer_of(l)->expires + tick_mask;
+	uint64_t sum = wheel_timer_of(l)->expires + w->tick_mask;
 	unsigned digit = (sum >> digit_shift) & SLOT_MASK;
 	struct wheel_link **head, *first;
 
-	if (!digit) {
-		unsigned idx = wheel_slot_index(sum >> tick_shift, clk);
+	if (unlikely(!digit)) {
+		unsigned idx = wheel_slot_index(sum >> w->tick_shift, w->clk);
 
 		wheel_slot_link(w, base, base * WHEEL_BASE_SLOTS + idx, idx, l);
 		return;
@@ -83,8 +82,7 @@ static hot_inline void place_again(struct wheel *w, unsigned base,
 static hot_inline void place_list(struct wheel *w, unsigned base,
 				  struct wheel_link **slots,
 				  unsigned digit_shift, uint64_t *occupied,
-				  struct wheel_link *l, uint64_t clk,
-				  uint64_t tick_mask, unsigned tick_shift,
+				  struct wheel_link *l,
 				  struct wheel_link *spare)
 {
 	struct wheel_link *next;
@@ -92,8 +90,7 @@ static hot_inline void place_list(struct wheel *w, unsigned base,
 	for (; l; l = next) {
 		wheel_prefetch_ahead(l);
 		next = l->next;
-		place_again(w, base, slots, digit_shift, occupied, l, clk,
-			    tick_mask, tick_shift, spare);
+		place_again(w, base, slots, digit_shift, occupied, l, spare);
 	}
 }
 
@@ -121,21 +118,17 @@ static hot_inline void mark_below(struct wheel *w, unsigned base,
 
 /*
  * The clock reached the first key of a @level slot (>= 1) of @base: place
- * its timers again, relative to the clock now at that key. With the clock
- * and the tick in registers: stores through the lists could otherwise
- * alias them.
+ * its timers again, relative to the clock now at that key.
  */
 static void cascade(struct wheel *w, unsigned base, unsigned level)
 {
-	uint64_t clk = w->clk, tick_mask = w->tick_mask, occupied = 0;
-	unsigned tick_shift = w->tick_shift;
-	unsigned digit_shift = tick_shift + (level - 1) * WHEEL_LVL_BITS;
+	unsigned digit_shift = w->tick_shift + (level - 1) * WHEEL_LVL_BITS;
 	struct wheel_link **slots =
 		&w->slot[base * WHEEL_BASE_SLOTS + (level - 1) * WHEEL_SLOTS];
 	struct wheel_link *l = detach_slot(w, base, level), spare = { 0 };
+	uint64_t occupied = 0;
 
-	place_list(w, base, slots, digit_shift, &occupied, l, clk, tick_mask,
-		   tick_shift, &spare);
+	place_list(w, base, slots, digit_shift, &occupied, l, &spare);
 	mark_below(w, base, level, occupied);
 }
 
@@ -147,10 +140,8 @@ static void cascade(struct wheel *w, unsigned base, unsigned level)
 static void cascade_two(struct wheel *w, unsigned base_a, unsigned base_b,
 			unsigned level)
 {
-	uint64_t clk = w->clk, tick_mask = w->tick_mask;
 	uint64_t occupied_a = 0, occupied_b = 0;
-	unsigned tick_shift = w->tick_shift;
-	unsigned digit_shift = tick_shift + (level - 1) * WHEEL_LVL_BITS;
+	unsigned digit_shift = w->tick_shift + (level - 1) * WHEEL_LVL_BITS;
 	size_t below = (level - 1) * WHEEL_SLOTS;
 	struct wheel_link **slots_a =
 		&w->slot[base_a * WHEEL_BASE_SLOTS + below];
@@ -166,16 +157,14 @@ static void cascade_two(struct wheel *w, unsigned base_a, unsigned base_b,
 		next_a = a->next;
 		next_b = b->next;
 		place_again(w, base_a, slots_a, digit_shift, &occupied_a, a,
-			    clk, tick_mask, tick_shift, &spare);
+			    &spare);
 		place_again(w, base_b, slots_b, digit_shift, &occupied_b, b,
-			    clk, tick_mask, tick_shift, &spare);
+			    &spare);
 		a = next_a;
 		b = next_b;
 	}
-	place_list(w, base_a, slots_a, digit_shift, &occupied_a, a, clk,
-		   tick_mask, tick_shift, &spare);
-	place_list(w, base_b, slots_b, digit_shift, &occupied_b, b, clk,
-		   tick_mask, tick_shift, &spare);
+	place_list(w, base_a, slots_a, digit_shift, &occupied_a, a, &spare);
+	place_list(w, base_b, slots_b, digit_shift, &occupied_b, b, &spare);
 	mark_below(w, base_a, level, occupied_a);
 	mark_below(w, base_b, level, occupied_b);
 }
