@@ -386,8 +386,11 @@ static uint64_t tolerant_min_wake(struct wheel *w)
 	return best;
 }
 
-/* Refill the cache: the earliest hard key and the earliest tolerant wake. */
-static uint64_t next_hard_recompute(struct wheel *w)
+/*
+ * Refill the cache. noinline: inlined, its register saves land on the
+ * cached query too (~1.4x slower in wheel-bench, N <= 10^4).
+ */
+static __attribute__((noinline)) uint64_t next_hard_recompute(struct wheel *w)
 {
 	uint64_t next = base_min_at(w, WHEEL_BASE_HARD);
 
