@@ -307,9 +307,7 @@ int wheel_del(struct wheel *w, struct wheel_timer *t)
 /*
  * ceil_tick of the earliest expiry in coarse slot @g (at @level of @base),
  * known not to be sorted: a few timers are scanned, more are sorted by key
- * once, the slot remembered as sorted and its first timer read. The walk
- * that counts stops past SLOT_SORT_ONE_PASS_MAX: beyond that the sort's
- * first pass counts, and when the slot is cold that saves a walk.
+ * once and the slot remembered as sorted.
  */
 static uint64_t coarse_slot_min_at(struct wheel *w, unsigned base,
 				   unsigned level, size_t g)
@@ -318,7 +316,7 @@ static uint64_t coarse_slot_min_at(struct wheel *w, unsigned base,
 	uint64_t best = WHEEL_NEVER;
 	size_t n = 0;
 
-	for (l = *head; l && n <= SLOT_SORT_ONE_PASS_MAX; l = l->next, n++) {
+	for (l = *head; l; l = l->next, n++) {
 		wheel_prefetch_ahead(l);
 		best = min_u64(best, wheel_timer_of(l)->expires);
 	}
@@ -326,8 +324,6 @@ static uint64_t coarse_slot_min_at(struct wheel *w, unsigned base,
 		return ceil_tick(w, best);
 	wheel_slot_sort(head, w->tick_shift, level * WHEEL_LVL_BITS, n);
 	w->sorted[base] = g;
-	if (l) /* not all counted: the sorted slot's first timer is the min */
-		best = wheel_timer_of(*head)->expires;
 	return ceil_tick(w, best);
 }
 

@@ -193,11 +193,8 @@ struct wheel_link **wheel_chain_merge(struct wheel_link **link,
 /*
  * Sort the @n timers of the list at @head by key, ascending, given that
  * their keys differ only in their low @bits bits (the 6L of a level-L
- * slot, L >= 1). Past SLOT_SORT_ONE_PASS_MAX timers the sort counts for
- * itself, so @n may then be any number above it: a caller can stop
- * counting there.
+ * slot, L >= 1).
  */
-#define SLOT_SORT_ONE_PASS_MAX 2048
 void wheel_slot_sort(struct wheel_link **head, unsigned tick_shift,
 		     unsigned bits, size_t n);
 
