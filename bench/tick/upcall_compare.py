@@ -26,25 +26,8 @@ import sys
 import tempfile
 import time
 
-
-def per_thread(pid, read):
-    """Sum of read(tid_dir) over the process's threads; None once it is gone."""
-    total = 0
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    for tid in tids:
-        try:
-            total += read(f"/proc/{pid}/task/{tid}")
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
-
-
-def on_cpu_ns(d):
-    with open(f"{d}/schedstat") as f:
-        return int(f.read().split()[0])
+# the same /proc readers as the deferrable-vs-strict comparison beside it
+from tick_compare import on_cpu_ns, per_thread
 
 
 def summary(text):

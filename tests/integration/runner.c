@@ -257,6 +257,31 @@ void run_lull(struct run *r, double limit_s, ...)
 	run_lullv(r, limit_s, args);
 }
 
+void run_guest_in_qemu(struct run *r, const char *name, unsigned vcpus,
+		       double limit_s)
+{
+	static char qemu[512];
+	char smp[16];
+	char *argv[] = {
+		qemu, "-nodefaults", "-no-user-config", "-no-reboot",
+		"-display", "none", "-serial", "stdio", "-m", "64M",
+		"-smp", smp, "-accel", "kvm", "-cpu", "host",
+		"-machine", "microvm,pit=off,pic=off,rtc=off",
+		"-device", "isa-debug-exit,iobase=0xf4,iosize=4",
+		"-kernel", (char *)guest(name), NULL,
+	};
+	struct proc p;
+
+	require_guest(name);
+	if (!in_path("qemu-system-x86_64", qemu, sizeof(qemu)))
+		cr_skip_test("needs qemu-system-x86_64, which is not installed");
+	snprintf(smp, sizeof(smp), "%u", vcpus);
+	cr_assert_eq(proc_spawn(&p, argv), 0);
+	proc_wait(&p, limit_s, r);
+	cr_assert_not(r->killed, "QEMU ran over %.0f s\nstdout:\n%s", limit_s,
+		      r->out);
+}
+
 int spawn_lull(struct proc *p, ...)
 {
 	char *args[MAX_ARGS], *argv[MAX_ARGS];

@@ -72,6 +72,14 @@ bool in_path(const char *prog, char *out, size_t len);
 
 /* spawn + wait; argv NULL-terminated, without the lull binary. */
 void run_lull(struct run *r, double limit_s, ...) __attribute__((sentinel));
+/*
+ * Guest NAME under QEMU microvm with KVM's in-kernel irqchip, on vcpus
+ * vCPUs: -cpu host for x2APIC and the TSC-deadline timer (QEMU's default
+ * CPU has neither), debug-exit at 0xf4 as lull has it. Skips the test where
+ * QEMU is not installed; fails it when QEMU outlives limit_s.
+ */
+void run_guest_in_qemu(struct run *r, const char *name, unsigned vcpus,
+		       double limit_s);
 void run_lullv(struct run *r, double limit_s, char *const args[]);
 /* spawn lull with args; argv NULL-terminated, without the lull binary. */
 int spawn_lull(struct proc *p, ...) __attribute__((sentinel));

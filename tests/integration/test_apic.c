@@ -67,31 +67,9 @@ static void run_apic_lull(struct run *r)
 		      r->out);
 }
 
-/*
- * microvm as bench/density runs it, plus -cpu host for x2APIC and the
- * TSC-deadline mode (QEMU's default CPU has no TSC deadline). The
- * in-kernel irqchip is QEMU's default with -accel kvm.
- */
 static void run_apic_qemu(struct run *r)
 {
-	static char qemu[512];
-	char *argv[] = {
-		qemu, "-nodefaults", "-no-user-config", "-no-reboot",
-		"-display", "none", "-serial", "stdio", "-m", "64M",
-		"-smp", "2", "-accel", "kvm", "-cpu", "host",
-		"-machine", "microvm,pit=off,pic=off,rtc=off",
-		"-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-		"-kernel", (char *)guest("apic"), NULL,
-	};
-	struct proc p;
-
-	require_guest("apic");
-	if (!in_path("qemu-system-x86_64", qemu, sizeof(qemu)))
-		cr_skip_test("needs qemu-system-x86_64, which is not installed");
-	cr_assert_eq(proc_spawn(&p, argv), 0);
-	proc_wait(&p, LIMIT_S, r);
-	cr_assert_not(r->killed, "QEMU ran over %.0f s\nstdout:\n%s", LIMIT_S,
-		      r->out);
+	run_guest_in_qemu(r, "apic", 2, LIMIT_S);
 }
 
 /*

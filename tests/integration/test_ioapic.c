@@ -40,24 +40,7 @@ static void run_ioapic_lull(struct run *r)
 
 static void run_ioapic_qemu(struct run *r)
 {
-	static char qemu[512];
-	char *argv[] = {
-		qemu, "-nodefaults", "-no-user-config", "-no-reboot",
-		"-display", "none", "-serial", "stdio", "-m", "64M",
-		"-smp", "1", "-accel", "kvm", "-cpu", "host",
-		"-machine", "microvm,pit=off,pic=off,rtc=off",
-		"-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-		"-kernel", (char *)guest("ioapic"), NULL,
-	};
-	struct proc p;
-
-	require_guest("ioapic");
-	if (!in_path("qemu-system-x86_64", qemu, sizeof(qemu)))
-		cr_skip_test("needs qemu-system-x86_64, which is not installed");
-	cr_assert_eq(proc_spawn(&p, argv), 0);
-	proc_wait(&p, LIMIT_S, r);
-	cr_assert_not(r->killed, "QEMU ran over %.0f s\nstdout:\n%s", LIMIT_S,
-		      r->out);
+	run_guest_in_qemu(r, "ioapic", 1, LIMIT_S);
 }
 
 /* "PASS name" in out, as a whole line. */
