@@ -93,6 +93,7 @@
 
 #include "apic.h"
 #include "clock.h"
+#include "fuzz.h"
 #include "lull_abi.h"
 #include "vcpu.h"
 
@@ -102,12 +103,6 @@
 #define TIMER_SPAN_NS ((1ull << 32) * 128)
 #define BASE_RESERVED (~0ull << 52 | 0x2ffull) /* lull's MAXPHYADDR: 52 */
 #define BASE_ADDR_MASK (((1ull << 52) - 1) & ~(uint64_t)(APIC_PAGE_SIZE - 1))
-
-#define check(cond)                       \
-	do {                              \
-		if (!(cond))              \
-			__builtin_trap(); \
-	} while (0)
 
 enum op {
 	OP_WRMSR,

@@ -28,22 +28,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "bzimage.h"
 #include "initrd.h"
+#include "fuzz.h"
 #include "lull_abi.h"
 
 #define RAM_SIZE (64ull << 20)
 #define PAGE 4096ull
-#define NR_PAGES (RAM_SIZE / PAGE)
-
-#define check(cond)                       \
-	do {                              \
-		if (!(cond))              \
-			__builtin_trap(); \
-	} while (0)
 
 static uint8_t *ram;
 static char long_cmdline[LULL_CMDLINE_MAX + 1];
@@ -52,33 +44,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	check(ram != MAP_FAILED);
-	madvise(ram, RAM_SIZE, MADV_NOHUGEPAGE);
+	ram = fuzz_ram_map(RAM_SIZE);
 	memset(long_cmdline, 'x', sizeof(long_cmdline) - 1);
 	return 0;
-}
-
-/* Were only pages of [lo, hi) (and, if boot, of the boot area) written? */
-static bool only_touched(uint64_t lo, uint64_t hi, bool boot)
-{
-	static unsigned char vec[NR_PAGES];
-
-	check(mincore(ram, RAM_SIZE, vec) == 0);
-	for (uint64_t p = 0; p < NR_PAGES; p++) {
-		uint64_t a = p * PAGE;
-
-		if (!(vec[p] & 1))
-			continue;
-		if (a + PAGE > lo && a < hi)
-			continue;
-		if (boot && a + PAGE > LULL_START_INFO_GPA &&
-		    a < LULL_BOOT_AREA_END)
-			continue;
-		return false;
-	}
-	return true;
 }
 
 static const char *pick_cmdline(const struct bzimage_kernel *k,
@@ -155,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ret) {
 		check(ret == -ENOEXEC || ret == -ERANGE);
 		check(err[0] && memchr(err, 0, sizeof(err)));
-		check(only_touched(0, 0, false));
+		check(fuzz_ram_only_touched(0, 0, false));
 		return 0;
 	}
 
@@ -166,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 1ull) * 512;
 	check(copied <= k.init_size);
 	check(memcmp(ram + k.load_addr, data + size - copied, copied) == 0);
-	check(only_touched(k.load_addr, k.load_addr + copied, false));
+	check(fuzz_ram_only_touched(k.load_addr, k.load_addr + copied, false));
 
 	/* an initrd of up to 64 MiB from the last three bytes */
 	rd_size = (uint64_t)data[size - 1] << 18 | data[size - 2] << 10 |
@@ -190,13 +158,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (cmdline && (strlen(cmdline) > k.cmdline_max ||
 			strlen(cmdline) >= LULL_CMDLINE_MAX)) {
 		check(bp == -E2BIG);
-		check(only_touched(k.load_addr, k.load_addr + copied, false));
+		check(fuzz_ram_only_touched(k.load_addr, k.load_addr + copied, false));
 	} else {
 		check(bp == LULL_BOOT_PARAMS_GPA);
-		check(only_touched(k.load_addr, k.load_addr + copied, true));
+		check(fuzz_ram_only_touched(k.load_addr, k.load_addr + copied, true));
 		check_boot_params(cmdline, rd_addr, rd_size);
 	}
 
-	check(madvise(ram, RAM_SIZE, MADV_DONTNEED) == 0);
+	fuzz_ram_reset();
 	return 0;
 }

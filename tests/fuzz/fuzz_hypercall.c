@@ -37,7 +37,8 @@
  *    call and exactly one error when it fails; a timer it arms is pending
  *    in a valid slot, no later than now + LULL_HORIZON_NS;
  *  - no pending slot beyond nr_slots; every armed slot has a vector in
- *    32..255, a period 0 or within [floor, horizon]; strict mode arms no
+ *    32..255 (0 if bound to the upcall, whose vector is 0 or in 32..255),
+ *    a period 0 or within [floor, horizon]; strict mode arms no
  *    deferrable and no tolerant timer;
  *  - no vector below 32 is ever raised or posted, a vector owes at most
  *    APIC_MAX_OWED deliveries, and is pending exactly while it owes one;
@@ -59,19 +60,15 @@
 #include <string.h>
 
 #include "clock.h"
+#include "fuzz.h"
 #include "hypercall.h"
 #include "io.h"
+#include "platform.h"
 #include "serial.h"
 #include "vm.h"
 
 #define MAX_VCPUS 3
 #define MAX_OPS 512
-
-#define check(cond)                       \
-	do {                              \
-		if (!(cond))              \
-			__builtin_trap(); \
-	} while (0)
 
 enum op { OP_HCALL, OP_EXIT, OP_PORT, OP_POKE, OP_TIME, OP_DELIVER, NR_OPS };
 
@@ -178,6 +175,9 @@ static void check_result(const struct hc_args *a, int64_t ret)
 	case LULL_HC_SEND_IPI:
 		check(ret == 0 || ret == -LULL_ESRCH || ret == -LULL_EINVAL);
 		break;
+	case LULL_HC_SET_UPCALL_VECTOR:
+		check(ret == 0 || ret == -LULL_EINVAL);
+		break;
 	default:
 		check(ret == -LULL_ENOSYS);
 		break;
@@ -270,7 +270,9 @@ static void op_exit(struct input *in, struct hc_args *a)
 	check_call(cpu, a, (int64_t)vcpu_regs(&cpu->vcpu)->rax, calls, errs, 0);
 }
 
-static bool claimed(uint16_t port, bool out, unsigned size, unsigned count)
+/* Does a device take this one access (data: what an out writes)? */
+static bool claimed(uint16_t port, bool out, unsigned size, unsigned count,
+		    const uint8_t *data)
 {
 	if (port >= LULL_COM1_PORT && port < LULL_COM1_PORT + SERIAL_PORTS)
 		return size == 1;
@@ -278,6 +280,11 @@ static bool claimed(uint16_t port, bool out, unsigned size, unsigned count)
 		return true;
 	if (port == LULL_DEBUG_EXIT_PORT || port == LULL_HCALL_PORT)
 		return out && (port != LULL_HCALL_PORT || count == 1);
+	if (port == PLATFORM_SLEEP_CONTROL_PORT ||
+	    port == PLATFORM_SLEEP_STATUS_PORT || port == PLATFORM_RESET_PORT)
+		return size == 1;
+	if (port == PLATFORM_I8042_COMMAND_PORT) /* only the reset pulse */
+		return size == 1 && out && data[0] == PLATFORM_I8042_PULSE_RESET;
 	return false;
 }
 
@@ -292,6 +299,8 @@ static bool op_port(struct input *in)
 		LULL_COM1_PORT + 3,   LULL_COM1_PORT + 4, LULL_COM1_PORT + 5,
 		LULL_COM1_PORT + 6,   LULL_COM1_PORT + 7, LULL_DEBUGCON_PORT,
 		LULL_DEBUG_EXIT_PORT, LULL_HCALL_PORT,
+		PLATFORM_SLEEP_CONTROL_PORT, PLATFORM_SLEEP_STATUS_PORT,
+		PLATFORM_RESET_PORT, PLATFORM_I8042_COMMAND_PORT,
 	};
 	static const unsigned sizes[] = { 1, 2, 4, 1 };
 	struct vm_cpu *cpu = take_cpu(in);
@@ -302,7 +311,7 @@ static bool op_port(struct input *in)
 					     (uint16_t)take(in, 2);
 	bool out = mode & 1;
 	unsigned size = sizes[(mode >> 1) & 3], count = 1 + ((mode >> 3) & 3);
-	uint64_t unclaimed = atomic_load(&vm.unclaimed.io);
+	uint64_t unclaimed = atomic_load(&vm.unclaimed.io), nr_unclaimed = 0;
 	bool hcall = port == LULL_HCALL_PORT && out && count == 1;
 	uint8_t *data = malloc(size * count); /* exact: ASan sees overruns */
 
@@ -310,14 +319,19 @@ static bool op_port(struct input *in)
 	for (unsigned i = 0; i < size * count; i++)
 		data[i] = (uint8_t)take(in, 1);
 	vm_vcpu_ops.io(&cpu->vcpu, port, out, size, count, data);
-	if (!claimed(port, out, size, count)) {
-		check(atomic_load(&vm.unclaimed.io) == unclaimed + count);
-		for (unsigned i = 0; !out && i < size * count; i++)
-			check(data[i] == 0xff);
-	} else if (port == LULL_DEBUGCON_PORT && !out) {
-		for (unsigned i = 0; i < size * count; i++)
-			check(data[i] == 0xe9);
+	for (unsigned i = 0; i < count; i++) {
+		const uint8_t *d = data + i * size;
+
+		if (!claimed(port, out, size, count, d)) {
+			nr_unclaimed++;
+			for (unsigned j = 0; !out && j < size; j++)
+				check(d[j] == 0xff);
+		} else if (port == LULL_DEBUGCON_PORT && !out) {
+			for (unsigned j = 0; j < size; j++)
+				check(d[j] == 0xe9);
+		}
 	}
+	check(atomic_load(&vm.unclaimed.io) == unclaimed + nr_unclaimed);
 	free(data);
 	return hcall;
 }
@@ -500,13 +514,16 @@ static void check_vcpu(struct vm_cpu *cpu)
 		if (!wheel_timer_pending(&s->timer))
 			continue;
 		check(i < cpu->pv.nr_slots);
-		check(s->vector >= LULL_VECTOR_MIN);
+		/* an upcall-bound slot raises the vCPU's vector, not its own */
+		check(s->upcall ? s->vector == 0 : s->vector >= LULL_VECTOR_MIN);
 		check(!s->period || (s->period >= LULL_PERIOD_FLOOR_NS &&
 				     s->period <= LULL_HORIZON_NS));
 		check(s->tolerance <= LULL_HORIZON_NS);
 		if (cpu->pv.strict)
 			check(!s->deferred && !s->tolerance);
 	}
+	check(!cpu->pv.upcall_vector ||
+	      cpu->pv.upcall_vector >= LULL_VECTOR_MIN);
 	check_wakeups(cpu);
 }
 

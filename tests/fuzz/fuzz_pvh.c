@@ -27,21 +27,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "fuzz.h"
 #include "lull_abi.h"
 #include "pvh.h"
 
 #define RAM_SIZE (4ull << 20)
-#define PAGE 4096ull
-#define NR_PAGES (RAM_SIZE / PAGE)
-
-#define check(cond)                       \
-	do {                              \
-		if (!(cond))              \
-			__builtin_trap(); \
-	} while (0)
 
 static uint8_t *ram;
 static char long_cmdline[LULL_CMDLINE_MAX + 1];
@@ -50,37 +41,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	check(ram != MAP_FAILED);
-	/* Residency is tracked per 4 KiB page: no transparent huge pages. */
-	madvise(ram, RAM_SIZE, MADV_NOHUGEPAGE);
+	ram = fuzz_ram_map(RAM_SIZE);
 	memset(long_cmdline, 'x', sizeof(long_cmdline) - 1);
 	return 0;
-}
-
-/*
- * Were only pages of [lo, hi) (and, if boot, of the boot area) written
- * since the last reset? A resident page is one something touched.
- */
-static bool only_touched(uint64_t lo, uint64_t hi, bool boot)
-{
-	static unsigned char vec[NR_PAGES];
-
-	check(mincore(ram, RAM_SIZE, vec) == 0);
-	for (uint64_t p = 0; p < NR_PAGES; p++) {
-		uint64_t a = p * PAGE;
-
-		if (!(vec[p] & 1))
-			continue;
-		if (a + PAGE > lo && a < hi)
-			continue;
-		if (boot && a + PAGE > LULL_START_INFO_GPA &&
-		    a < LULL_BOOT_AREA_END)
-			continue;
-		return false;
-	}
-	return true;
 }
 
 static bool all_zero(const uint8_t *p, size_t n)
@@ -148,13 +111,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ret) {
 		check(ret == -ENOEXEC || ret == -ERANGE);
 		check(err[0] && memchr(err, 0, sizeof(err)));
-		check(only_touched(0, 0, false));
+		check(fuzz_ram_only_touched(0, 0, false));
 		return 0;
 	}
 
 	check(img.load_start < img.load_end && img.load_end <= RAM_SIZE);
 	check(img.entry >= img.load_start && img.entry < img.load_end);
-	check(only_touched(img.load_start, img.load_end, false));
+	check(fuzz_ram_only_touched(img.load_start, img.load_end, false));
 	/* No segment may touch the boot or ACPI area: still all zero. */
 	check(all_zero(ram + LULL_START_INFO_GPA,
 		       LULL_BOOT_AREA_END - LULL_START_INFO_GPA));
@@ -167,12 +130,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(si == LULL_START_INFO_GPA);
 		check_start_info(cmdline);
 	}
-	check(only_touched(img.load_start, img.load_end, true));
-	/* read only now: reading maps pages that only_touched() would see */
+	check(fuzz_ram_only_touched(img.load_start, img.load_end, true));
+	/* read only now: reading maps pages that fuzz_ram_only_touched() would see */
 	check(all_zero(ram + LULL_ACPI_RSDP_GPA,
 		       LULL_ACPI_AREA_END - LULL_ACPI_RSDP_GPA));
 
 	/* Back to all-zero, unbacked RAM for the next input. */
-	check(madvise(ram, RAM_SIZE, MADV_DONTNEED) == 0);
+	fuzz_ram_reset();
 	return 0;
 }
