@@ -8,7 +8,9 @@
  * LAPIC periodic tick, and the work runs from the first tick at or after
  * each 100 ms deadline (there is no deferrable timer there). Runs
  * seconds=N (default 5), work_iters=N (default 20); tick_us=N (default
- * 1000) and work_ms=N (default 100) change the two periods.
+ * 1000) and work_ms=N (default 100) change the two periods;
+ * tick_tol_us=N (lull; default 0, unbounded) bounds the tick's deferral,
+ * which is its grace under --missed-ticks none.
  * delivery=upcall|vector (lull; default upcall where lull has it): both
  * slots bound to the upcall (upcall.h), so a wake that runs the work and
  * the deferred tick is one interrupt, or each slot on its own vector.
@@ -33,7 +35,7 @@
 #define SLOT_FENCE 4
 #define MAX_SAMPLES 8192
 
-static uint64_t tick_ns, work_ns;
+static uint64_t tick_ns, work_ns, tick_tol_ns;
 static uint64_t ticks, works, fences, end_ns, sink;
 static bool done;
 static struct ptrack work_track;
@@ -155,6 +157,7 @@ int guest_main(void)
 	work_iters = cmdline_u64("work_iters", 20);
 	tick_ns = cmdline_u64("tick_us", 1000) * 1000;
 	work_ns = cmdline_u64("work_ms", 100) * 1000000;
+	tick_tol_ns = cmdline_u64("tick_tol_us", 0) * 1000;
 	enum timer_backend be = timer_init();
 	uint64_t t0, want;
 	struct percentiles p;
@@ -210,7 +213,7 @@ int guest_main(void)
 		r1 = lull_timer_set(SLOT_TICK, t0 + tick_ns, vec_tick,
 				    LULL_TIMER_DEFERRABLE | LULL_TIMER_PERIODIC |
 					    bound,
-				    tick_ns, 0);
+				    tick_ns, tick_tol_ns);
 		r2 = lull_timer_set(SLOT_WORK, t0 + work_ns, vec_work,
 				    LULL_TIMER_PERIODIC | bound, work_ns, 0);
 	} else {
