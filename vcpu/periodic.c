@@ -21,7 +21,7 @@ struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
 		}
 		break;
 	case LULL_MISSED_NONE:
-		if (now > sat_add(expiry, grace) && behind) {
+		if (now > sat_add(sat_add(expiry, grace), period) && behind) {
 			c.deliver = 0;
 			c.merged = behind + 1;
 		} else {

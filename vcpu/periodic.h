@@ -9,10 +9,13 @@
  *          (no_delay_for_missed_ticks)
  *   none - deliver nothing for a late tick; the next boundary ticks as
  *          usual (no_missed_ticks_pending)
- * A tick is late under `none` only past its grace: the lateness it was
- * allowed (a hard timer's slack, a bounded deferral). Within it, one tick
- * is delivered and the boundaries it skipped are merged; otherwise a tick
- * deferred by a period or more would never be delivered at all.
+ * A tick is late under `none` only a whole period past its grace, the
+ * lateness it was allowed (a hard timer's slack, a bounded deferral).
+ * Within that, one tick is delivered and the boundaries it skipped are
+ * merged; otherwise a tick deferred by a period or more would never be
+ * delivered at all. The period on top is for the host: a tick that wakes
+ * its vCPU at its bound runs after the bound by --slop and the host's wake
+ * latency, and is not a missed tick for that.
  * The next expiry stays on the timer's original phase in every mode.
  */
 #ifndef LULL_PERIODIC_H
