@@ -16,6 +16,7 @@
  * The runtime prints through COM1 by polling: each case ends with IER 0
  * and the pin masked, so the PASS/FAIL lines raise nothing.
  */
+#include "cases.h"
 #include "guest.h"
 
 #define IOAPIC_PA 0xfec00000u
@@ -101,24 +102,7 @@ static bool wait_hits(unsigned n, uint64_t ns)
 
 /* -- cases ---------------------------------------------------------------- */
 
-static unsigned passed, failed;
-static bool case_bad;
-static char case_why[200];
 static uint8_t saved_mcr;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok || case_bad)
-		return;
-	case_bad = true;
-	va_start(ap, fmt);
-	vsnprintf(case_why, sizeof(case_why), fmt, ap);
-	va_end(ap);
-}
 
 static void quiesce(void)
 {
@@ -135,18 +119,11 @@ static void quiesce(void)
 
 static void run_case(const char *name, void (*fn)(void))
 {
-	case_bad = false;
-	case_why[0] = '\0';
+	case_begin();
 	quiesce();
 	fn();
 	quiesce();
-	if (case_bad) {
-		failed++;
-		printf("FAIL %s: %s\n", name, case_why);
-	} else {
-		passed++;
-		printf("PASS %s\n", name);
-	}
+	case_end(name);
 }
 
 static void case_version(void)
@@ -329,10 +306,5 @@ int guest_main(void)
 	       apic_id, io_rd(REG_VERSION));
 	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++)
 		run_case(cases[i].name, cases[i].fn);
-	if (failed) {
-		printf("ioapic: FAIL %u/%u failed\n", failed, passed + failed);
-		return 1;
-	}
-	printf("ioapic: PASS %u/%u\n", passed, passed + failed);
-	return 0;
+	return cases_summary("ioapic");
 }
