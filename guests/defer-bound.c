@@ -14,7 +14,7 @@
  *
  * Lateness is the handler's clock_ns() (pvclock) minus the deadline; the
  * guest only fails a timer that fires before its deadline and leaves the
- * window to the caller (tests/integration/test_timers.c), which also
+ * window to the caller (tests/integration/test_bound.c), which also
  * reads --stats. Vector 0x33 (the hard one) is above 0x32, so when both
  * are owed at one wake the hard one is handled first. lull only.
  *   defer-bound: round I late_ns=L after_wake=0|1
