@@ -76,13 +76,48 @@ Test(ioapic, all_cases_pass_on_lull)
 	run_free(&r);
 }
 
+/* Did every QEMU case answer as QEMU does: pass, or fail as it departs? */
+static bool qemu_as_expected(const char *out)
+{
+	for (const char *l = out; *l;) {
+		const char *eol = strchr(l, '\n');
+		size_t len = eol ? (size_t)(eol - l) : strlen(l);
+		bool pass = !strncmp(l, "PASS ", 5);
+
+		if ((pass || !strncmp(l, "FAIL ", 5)) && len > 5 &&
+		    pass == qemu_departs_in(l + 5, strcspn(l + 5, ":\n")))
+			return false;
+		l += len + (eol != NULL);
+	}
+	return true;
+}
+
+/*
+ * The reference is itself a KVM nested on an emulated CPU where no
+ * /dev/kvm exists, and there it has failed a case it passes on hardware
+ * (edge_thre_interrupt: its handler found no interrupt pending, in one CI
+ * run). A reference run that answers otherwise than QEMU does is run once
+ * more and the second run is the answer; the first is logged, as
+ * information (Criterion fails a run with warnings). lull gets no retry.
+ */
+static void run_ioapic_reference(struct run *r)
+{
+	run_ioapic_qemu(r);
+	if (qemu_as_expected(r->out))
+		return;
+	cr_log_info("QEMU/KVM answered a case unlike QEMU, running it again:\n%s",
+		    r->out);
+	run_free(r);
+	run_ioapic_qemu(r);
+}
+
 /* Each QEMU case line, name for name, against lull's. */
 Test(ioapic, lull_answers_as_qemu_microvm)
 {
 	struct run rl, rq;
 	unsigned qemu_cases = 0;
 
-	run_ioapic_qemu(&rq);
+	run_ioapic_reference(&rq);
 	run_ioapic_lull(&rl);
 	for (const char *l = rq.out; *l;) {
 		const char *eol = strchr(l, '\n');
