@@ -577,3 +577,34 @@ int stats_len(const char *json, const char *path)
 		p = skip_ws(p + 1);
 	}
 }
+
+uint64_t vcpu_stat(const char *json, unsigned vcpu, const char *field)
+{
+	char path[64];
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "vcpus[%u].%s", vcpu, field);
+	cr_assert(stats_u64(json, path, &v), "%s missing:\n%s", path, json);
+	return v;
+}
+
+void check_guest(const char *name, const char *vcpus, const char *mode,
+		 const char *cmdline, double limit_s)
+{
+	char pass[64];
+	struct run r;
+
+	require_guest(name);
+	run_lull(&r, limit_s, "run", "--vcpus", vcpus, "--timer-mode", mode,
+		 "--cmdline", cmdline, guest(name), NULL);
+
+	cr_assert_not(r.killed, "%s ran over %.0f s", name, limit_s);
+	cr_assert_eq(
+		r.status, 0,
+		"%s --vcpus %s --timer-mode %s --cmdline '%s': status %d\nstdout:\n%s\nstderr:\n%s",
+		name, vcpus, mode, cmdline, r.status, r.out, r.err);
+	snprintf(pass, sizeof(pass), "%s: PASS", name);
+	cr_assert(strstr(r.out, pass), "no '%s' line:\n%s", pass, r.out);
+	cr_assert_null(strstr(r.out, "FAIL"), "stdout:\n%s", r.out);
+	run_free(&r);
+}

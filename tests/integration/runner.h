@@ -108,6 +108,16 @@ bool contains_ci(const char *s, const char *sub);
 bool stats_u64(const char *json, const char *path, uint64_t *out);
 int stats_len(const char *json, const char *path);
 bool stats_has(const char *json, const char *path);
+/* vcpus[vcpu].field of --stats JSON; fails the test if it is missing. */
+uint64_t vcpu_stat(const char *json, unsigned vcpu, const char *field);
+
+/*
+ * Runs guest NAME with --vcpus, --timer-mode and --cmdline; fails the test
+ * unless it ends with status 0 within limit_s, prints "NAME: PASS" and no
+ * FAIL.
+ */
+void check_guest(const char *name, const char *vcpus, const char *mode,
+		 const char *cmdline, double limit_s);
 
 /* The --stats object inside stdout that also holds guest output: the
  * first '{' that starts a line (NULL if none). */

@@ -35,16 +35,6 @@ struct bound_run {
 	uint64_t wakeups, fired_hard, fired_deferred; /* vCPU 0's --stats */
 };
 
-static uint64_t vcpu0(const char *json, const char *field)
-{
-	char path[64];
-	uint64_t v = 0;
-
-	snprintf(path, sizeof(path), "vcpus[0].%s", field);
-	cr_assert(stats_u64(json, path, &v), "%s missing:\n%s", path, json);
-	return v;
-}
-
 static struct bound_run run_bound(const char *cmdline)
 {
 	struct bound_run b = { 0 };
@@ -66,9 +56,9 @@ static struct bound_run run_bound(const char *cmdline)
 		  "%s", r.out);
 	json = find_json(r.out);
 	cr_assert_not_null(json, "no stats:\n%s", r.out);
-	b.wakeups = vcpu0(json, "host_wakeups");
-	b.fired_hard = vcpu0(json, "timers_fired_hard");
-	b.fired_deferred = vcpu0(json, "timers_fired_deferred");
+	b.wakeups = vcpu_stat(json, 0, "host_wakeups");
+	b.fired_hard = vcpu_stat(json, 0, "timers_fired_hard");
+	b.fired_deferred = vcpu_stat(json, 0, "timers_fired_deferred");
 	cr_log_info("%s: late %lu..%lu ns, after the hard one %lu, host wakeups %lu, fired hard %lu deferred %lu",
 		    cmdline, b.late_min, b.late_max, b.after_wake, b.wakeups,
 		    b.fired_hard, b.fired_deferred);

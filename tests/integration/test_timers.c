@@ -14,33 +14,11 @@
 
 #define LIMIT_S 60.0
 
-/* Runs NAME with vcpus and mode, asserts status 0 and its PASS line. */
-static void check_guest(const char *name, const char *vcpus, const char *mode,
-			const char *cmdline)
-{
-	char pass[64];
-	struct run r;
-
-	require_guest(name);
-	run_lull(&r, LIMIT_S, "run", "--vcpus", vcpus, "--timer-mode", mode,
-		 "--cmdline", cmdline, guest(name), NULL);
-
-	cr_assert_not(r.killed, "%s ran over %.0f s", name, LIMIT_S);
-	cr_assert_eq(
-		r.status, 0,
-		"%s --vcpus %s --timer-mode %s: status %d\nstdout:\n%s\nstderr:\n%s",
-		name, vcpus, mode, r.status, r.out, r.err);
-	snprintf(pass, sizeof(pass), "%s: PASS", name);
-	cr_assert(strstr(r.out, pass), "no '%s' line:\n%s", pass, r.out);
-	cr_assert_null(strstr(r.out, "FAIL"), "stdout:\n%s", r.out);
-	run_free(&r);
-}
-
 /* One test per guest x vCPUs x mode, so a failure names its case. */
 #define GUEST_CASE(test, name, vcpus, mode, cmdline)     \
 	Test(timers, test)                               \
 	{                                                \
-		check_guest(name, vcpus, mode, cmdline); \
+		check_guest(name, vcpus, mode, cmdline, LIMIT_S); \
 	}
 
 GUEST_CASE(idle_1_deferrable, "idle", "1", "deferrable", "seconds=1")
@@ -76,16 +54,6 @@ GUEST_CASE(smp_timers_2_strict, "smp-timers", "2", "strict", SMP_TIMERS_ARGS)
 GUEST_CASE(smp_timers_4_deferrable, "smp-timers", "4", "deferrable",
 	   SMP_TIMERS_ARGS)
 GUEST_CASE(smp_timers_4_strict, "smp-timers", "4", "strict", SMP_TIMERS_ARGS)
-
-static uint64_t vcpu_stat(const char *json, unsigned i, const char *field)
-{
-	char path[64];
-	uint64_t v = 0;
-
-	snprintf(path, sizeof(path), "vcpus[%u].%s", i, field);
-	cr_assert(stats_u64(json, path, &v), "%s missing:\n%s", path, json);
-	return v;
-}
 
 /* Runs idle with 4 vCPUs for 1 s in mode; returns its stats (free r). */
 static const char *run_idle(struct run *r, const char *mode)

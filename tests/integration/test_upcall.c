@@ -15,16 +15,6 @@
 
 #define LIMIT_S 60.0
 
-static uint64_t vcpu0(const char *json, const char *field)
-{
-	char path[64];
-	uint64_t v = 0;
-
-	snprintf(path, sizeof(path), "vcpus[0].%s", field);
-	cr_assert(stats_u64(json, path, &v), "%s missing:\n%s", path, json);
-	return v;
-}
-
 /*
  * tick seconds=2 delivery=D in mode, with a 5 ms tick; returns injections
  * per host wakeup. Not the default 1 ms: under nested emulation a wakeup's
@@ -55,12 +45,12 @@ static double tick_injections_per_wake(const char *delivery, const char *mode)
 	cr_assert_null(strstr(r.out, "FAIL"), "stdout:\n%s", r.out);
 	json = find_json(r.out);
 	cr_assert_not_null(json, "no stats:\n%s", r.out);
-	inj = vcpu0(json, "injections");
-	wakes = vcpu0(json, "host_wakeups");
+	inj = vcpu_stat(json, 0, "injections");
+	wakes = vcpu_stat(json, 0, "host_wakeups");
 	/* 2 s of a 100 ms hard timer: ~20 wakeups; a few would mean none */
 	cr_assert_geq(wakes, 10, "only %lu host wakeups:\n%s", wakes, json);
-	cr_log_info("tick delivery=%s %s: %lu injections, %lu wakeups", delivery,
-		    mode, inj, wakes);
+	cr_log_info("tick delivery=%s %s: %lu injections, %lu wakeups",
+		    delivery, mode, inj, wakes);
 	run_free(&r);
 	return (double)inj / (double)wakes;
 }
@@ -82,9 +72,10 @@ Test(upcall, tick_deferrable_vector_still_passes)
 {
 	double ratio = tick_injections_per_wake("vector", "deferrable");
 
-	cr_assert_geq(ratio, 1.5,
-		      "%.2f injections per wakeup: the vector baseline should need two",
-		      ratio);
+	cr_assert_geq(
+		ratio, 1.5,
+		"%.2f injections per wakeup: the vector baseline should need two",
+		ratio);
 }
 
 Test(upcall, tick_strict_upcall_passes)
@@ -92,29 +83,12 @@ Test(upcall, tick_strict_upcall_passes)
 	tick_injections_per_wake("upcall", "strict");
 }
 
-static void check_pass(const char *name, const char *vcpus, const char *mode,
-		       const char *cmdline)
-{
-	char pass[64];
-	struct run r;
-
-	require_guest(name);
-	run_lull(&r, LIMIT_S, "run", "--vcpus", vcpus, "--timer-mode", mode,
-		 "--cmdline", cmdline, guest(name), NULL);
-	cr_assert_not(r.killed, "%s ran over %.0f s", name, LIMIT_S);
-	cr_assert_eq(r.status, 0, "%s %s: status %d\nstdout:\n%s\nstderr:\n%s",
-		     name, cmdline, r.status, r.out, r.err);
-	snprintf(pass, sizeof(pass), "%s: PASS", name);
-	cr_assert(strstr(r.out, pass), "no '%s' line:\n%s", pass, r.out);
-	cr_assert_null(strstr(r.out, "FAIL"), "stdout:\n%s", r.out);
-	run_free(&r);
-}
-
 /* The abi guest's upcall cases are among its PASS lines. */
 Test(upcall, abi_upcall_cases_pass)
 {
 	static const char *const cases[] = {
-		"PASS upcall_feature_bit", "PASS upcall_two_slots_one_upcall",
+		"PASS upcall_feature_bit",
+		"PASS upcall_two_slots_one_upcall",
 		"PASS upcall_while_masked_one_upcall",
 		"PASS upcall_expiry_during_scan_not_lost",
 		"PASS upcall_ack_with_bits_pending",
@@ -139,10 +113,12 @@ Test(upcall, abi_upcall_cases_pass)
 
 Test(upcall, idle_and_smp_timers_both_deliveries)
 {
-	check_pass("idle", "4", "deferrable", "seconds=1 delivery=upcall");
-	check_pass("idle", "4", "deferrable", "seconds=1 delivery=vector");
-	check_pass("smp-timers", "2", "deferrable",
-		   "seconds=1 max_p99_us=1000000 delivery=upcall");
+	check_guest("idle", "4", "deferrable", "seconds=1 delivery=upcall",
+		    LIMIT_S);
+	check_guest("idle", "4", "deferrable", "seconds=1 delivery=vector",
+		    LIMIT_S);
+	check_guest("smp-timers", "2", "deferrable",
+		    "seconds=1 max_p99_us=1000000 delivery=upcall", LIMIT_S);
 }
 
 Test(upcall, unknown_delivery_fails)
