@@ -195,6 +195,16 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 	uint64_t deliver = 1;
 	bool deferred = timer_deferrable(a);
 
+	if (timer_mode(a) == APIC_TIMER_TSC_DEADLINE) {
+		/* armed by a clock that only approximates the guest's TSC
+		 * where the host's is not stable: due once the TSC is there */
+		uint64_t due = v->ops->tsc_to_ns(v, a->tsc_deadline);
+
+		if (due > now) {
+			vcpu_timer_arm(v, t, due, false, 0);
+			return;
+		}
+	}
 	a->timer_fired++;
 	switch (timer_mode(a)) {
 	case APIC_TIMER_PERIODIC: {
@@ -273,6 +283,7 @@ static uint32_t current_count(struct vcpu *v)
 static void set_tsc_deadline(struct vcpu *v, uint64_t tsc)
 {
 	struct apic *a = &v->apic;
+	uint64_t due;
 
 	if (timer_mode(a) != APIC_TIMER_TSC_DEADLINE)
 		return; /* ignored outside that mode */
@@ -281,8 +292,9 @@ static void set_tsc_deadline(struct vcpu *v, uint64_t tsc)
 		timer_stop(v);
 		return;
 	}
+	due = v->ops->tsc_to_ns(v, tsc);
 	/* a deadline already past is due now: it runs on the way back in */
-	timer_arm(v, v->ops->tsc_to_ns(v, tsc));
+	timer_arm(v, due ? due : clock_now_ns());
 }
 
 static void write_lvt(struct vcpu *v, unsigned reg, uint32_t value)

@@ -57,8 +57,8 @@ struct vcpu_ops {
 	 * level-triggered (its TMR bit): for the I/O APIC's remote IRR. May
 	 * be NULL. */
 	void (*level_eoi)(struct vcpu *v, uint8_t vector);
-	/* Host CLOCK_MONOTONIC ns at which this vCPU's TSC reads `tsc` (now,
-	 * if it already has). */
+	/* Host CLOCK_MONOTONIC ns by which this vCPU, once it next enters,
+	 * reads at least `tsc`; 0 if it would now (pvclock_tsc_to_ns). */
 	uint64_t (*tsc_to_ns)(struct vcpu *v, uint64_t tsc);
 	/* Called on every return to the VMM before timers run. */
 	void (*resync)(struct vcpu *v, uint64_t now);
@@ -103,7 +103,7 @@ enum vcpu_state { VCPU_IN_VMM, VCPU_IN_GUEST, VCPU_IDLE };
 struct vcpu {
 	unsigned index;
 	int fd; /* -1 for a vCPU without KVM (unit tests) */
-	uint64_t created_ns; /* just after KVM_CREATE_VCPU returned */
+	uint64_t created_raw_ns; /* clock_raw_ns() just after KVM_CREATE_VCPU */
 	struct kvm_run *run;
 	size_t run_size;
 	bool sync_regs; /* KVM_CAP_SYNC_REGS: regs travel in kvm_run */

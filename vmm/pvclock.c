@@ -84,7 +84,7 @@ static int measure_offset(int vcpu_fd, int64_t *offset)
 }
 
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
-		 uint64_t tsc_zero_ns)
+		 uint64_t tsc_zero_raw_ns)
 {
 	int r;
 
@@ -94,62 +94,94 @@ int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
 	if (r < 0)
 		return r;
 	src->tsc_khz = tsc_khz;
-	src->tsc_zero_ns = tsc_zero_ns;
+	src->tsc_zero_raw_ns = tsc_zero_raw_ns;
 	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
 	src->ready = true;
 	return 0;
 }
 
-/* The guest TSC the record maps `now` to. */
-static uint64_t guest_tsc_at(const struct pvclock_src *src, uint64_t now,
-			     uint64_t host_tsc)
+/* TSC ticks in `ns` at tsc_khz. */
+static uint64_t ticks_in(uint32_t tsc_khz, uint64_t ns)
 {
-	if (src->tsc_stable)
-		return host_tsc + (uint64_t)src->tsc_offset;
-	/* KVM's line: the vCPUs' TSC was 0 at tsc_zero_ns (pvclock.h) */
-	return (uint64_t)((unsigned __int128)(now - src->tsc_zero_ns) *
-			  src->tsc_khz / 1000000u);
+	return (uint64_t)((unsigned __int128)ns * tsc_khz / 1000000u);
+}
+
+bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz)
+{
+	const struct timespec ms = { .tv_nsec = 1000000 };
+	uint64_t before, after, t0, t1;
+
+	if (read_guest_tsc(vcpu_fd, &before) < 0)
+		return false;
+	t0 = clock_now_ns();
+	nanosleep(&ms, NULL);
+	t1 = clock_now_ns();
+	if (read_guest_tsc(vcpu_fd, &after) < 0)
+		return false;
+	/* held, it moves only while KVM has it loaded, for microseconds,
+	 * and may step back to where the vCPU last ran */
+	return (int64_t)(after - before) <
+	       (int64_t)(ticks_in(tsc_khz, t1 - t0) / 2);
+}
+
+/* KVM's line for a held TSC (pvclock.h) at CLOCK_MONOTONIC_RAW `raw`. */
+static uint64_t kvm_line(const struct pvclock_src *src, uint64_t raw)
+{
+	if (raw < src->tsc_zero_raw_ns)
+		return 0;
+	return ticks_in(src->tsc_khz, raw - src->tsc_zero_raw_ns);
+}
+
+/* The least TSC a held vCPU can read at its next entry. */
+static uint64_t held_tsc_floor(const struct pvclock_src *src, int vcpu_fd)
+{
+	uint64_t line = kvm_line(src, clock_raw_ns()), held;
+
+	/* KVM scales ns to ticks with a 32-bit multiplier: stay below it */
+	line -= line >> 28;
+	if (vcpu_fd >= 0 && read_guest_tsc(vcpu_fd, &held) == 0 && held > line)
+		return held;
+	return line;
 }
 
 uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 			   uint64_t tsc)
 {
-	uint64_t t0 = __rdtsc(), now = clock_now_ns(), t1 = __rdtsc();
+	uint64_t host_tsc = __rdtsc(), now = clock_now_ns();
 	/* keeps delta << shift in 64 bits; still years at any TSC rate */
 	uint64_t cap = 1ull << (src->shift > 0 ? 62 - src->shift : 62);
 	uint64_t current, delta;
 
 	if (!src->ready)
-		return now;
-	/*
-	 * Without a stable TSC the guest's TSC can lag KVM's line for the VM
-	 * (pvclock.h) by more than a short deadline: the truth is the guest's
-	 * own TSC, which KVM holds still while the vCPU is out, so a deadline
-	 * is counted from where the guest wrote it and can only come late.
-	 */
-	if (src->tsc_stable || vcpu_fd < 0 ||
-	    read_guest_tsc(vcpu_fd, &current) < 0)
-		current = guest_tsc_at(src, now, t0 + (t1 - t0) / 2);
+		return 0;
+	if (src->tsc_held)
+		current = held_tsc_floor(src, vcpu_fd);
+	else
+		current = host_tsc + (uint64_t)src->tsc_offset;
 	if (tsc <= current)
-		return now;
+		return 0;
 	delta = tsc - current < cap ? tsc - current : cap;
 	delta = pvclock_delta_ns(delta, src->mul, src->shift);
+	/* mul is rounded down, by at most a part in 2^31: round up instead */
+	delta += (delta >> 30) + 1;
 	return sat_add(now, delta > LULL_HORIZON_NS ? LULL_HORIZON_NS : delta);
 }
 
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 {
-	uint64_t t0, t1, now;
+	uint64_t t0, t1, now, raw;
 	uint32_t version = rec->version;
 
 	/* Host TSC read on both sides of the clock read: use the midpoint. */
 	t0 = __rdtsc();
 	now = clock_now_ns();
+	raw = clock_raw_ns();
 	t1 = __rdtsc();
 
 	rec->version = version | 1;
 	atomic_thread_fence(memory_order_release);
-	rec->tsc_timestamp = guest_tsc_at(src, now, t0 + (t1 - t0) / 2);
+	rec->tsc_timestamp = src->tsc_held ? kvm_line(src, raw) :
+			     t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
 	rec->system_time = now;
 	rec->tsc_to_system_mul = src->mul;
 	rec->tsc_shift = src->shift;

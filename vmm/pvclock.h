@@ -12,15 +12,25 @@
  *
  * Where KVM does not call the host's TSC stable (KVM_GET_CLOCK without
  * KVM_CLOCK_TSC_STABLE: unsynchronized host CPUs, often a nested host),
- * there is no fixed offset to measure. KVM freezes the guest TSC while the
- * vCPU is out and, at each entry, catches it up to its own line for the
- * VM: "the TSC was 0 when the first vCPU was created, and counts at
- * tsc_khz since" (the others are synchronized to it). The guest TSC is
- * never behind that line, so the record follows the line itself, with the
- * creation time taken just after KVM_CREATE_VCPU returned: a guest clock
- * that errs, errs late, and no timer looks early. The record goes out
- * without LULL_PVCLOCK_TSC_STABLE, which tells the guest that readings
- * may step and to keep its own clock monotonic (docs/abi.md).
+ * the record goes out without LULL_PVCLOCK_TSC_STABLE, which tells the
+ * guest that readings may step and to keep its own clock monotonic
+ * (docs/abi.md). There are then two kinds of host, and lull tells them
+ * apart by watching a new vCPU's TSC across a millisecond:
+ *
+ *  - The guest TSC still runs with the host's, at a fixed offset (the
+ *    host kernel trusts its TSC; KVM only lacks its master clock): lull
+ *    uses the offset, as where the TSC is stable.
+ *  - The host kernel calls its TSC unstable: KVM holds the guest TSC still
+ *    while the vCPU is out and, at each entry, catches it up to its line
+ *    for the VM, "the TSC was 0 when the first vCPU was created and counts
+ *    at tsc_khz since", at the rate of CLOCK_MONOTONIC_RAW (the other
+ *    vCPUs are synchronized to it). At its next entry a vCPU therefore
+ *    reads at least the larger of the TSC it was held at and that line.
+ *    The record follows the line, with the creation time taken just after
+ *    KVM_CREATE_VCPU returned: a guest clock that errs, errs late. A TSC
+ *    deadline is due once that larger value reaches it, which no host
+ *    clock can say in advance: its timer is armed by the line and checked
+ *    again when it runs (pvclock_tsc_to_ns), so it never fires early.
  */
 #ifndef LULL_PVCLOCK_H
 #define LULL_PVCLOCK_H
@@ -33,10 +43,11 @@
 #define PVCLOCK_RESYNC_NS 1000000000ull
 
 struct pvclock_src {
-	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE: the offset holds */
-	int64_t tsc_offset; /* guest TSC - host TSC, when stable */
+	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE, and the guest is told so */
+	bool tsc_held; /* KVM holds the TSC while out and catches it up */
+	int64_t tsc_offset; /* guest TSC - host TSC, unless held */
 	uint32_t tsc_khz;
-	uint64_t tsc_zero_ns; /* host ns at guest TSC 0, when not stable */
+	uint64_t tsc_zero_raw_ns; /* clock_raw_ns() at TSC 0 on KVM's line */
 	uint32_t mul;
 	int8_t shift;
 	uint64_t last_sync_ns;
@@ -48,12 +59,17 @@ void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift);
 /* Guest ns for a TSC delta, exactly as a guest computes it. */
 uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift);
 /* Measures the guest TSC offset of a vCPU (its fd) and sets the scale;
- * tsc_zero_ns is when the VM's first vCPU was created. */
+ * tsc_zero_raw_ns is when the VM's first vCPU was created. */
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
-		 uint64_t tsc_zero_ns);
-/* Host ns at which the guest TSC reads `tsc`: now if it already has, at
- * most LULL_HORIZON_NS ahead. Where the TSC is not stable it asks KVM for
- * the guest's TSC through vcpu_fd (< 0: KVM's line instead). */
+		 uint64_t tsc_zero_raw_ns);
+/* Whether KVM holds the TSC of a vCPU that is out of KVM_RUN (above):
+ * sleeps a millisecond; ask only where the TSC is not stable. */
+bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz);
+/* Host CLOCK_MONOTONIC ns by which the vCPU, once it next enters, reads
+ * at least `tsc` (at most LULL_HORIZON_NS ahead); 0 if it would now. A
+ * held TSC is read through vcpu_fd (< 0: KVM's line alone), and the host
+ * clock only approximates KVM's line: where the TSC is held, ask again
+ * when that time comes. */
 uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 			   uint64_t tsc);
 /* Writes a fresh record (version odd while writing, then even). */

@@ -339,8 +339,8 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			bool all_vcpus_enter)
 {
 	struct kvm_cpuid2 *cpuid;
-	uint64_t tsc_zero_ns = 0;
-	bool tsc_stable;
+	uint64_t tsc_zero_raw_ns = 0;
+	bool tsc_stable, tsc_held;
 	int r;
 
 	vm->cpus = calloc(vm->cfg.nr_vcpus, sizeof(*vm->cpus));
@@ -366,7 +366,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			break;
 		}
 		if (i == 0) /* KVM set its TSC to 0 as it made it: pvclock.h */
-			tsc_zero_ns = v->created_ns;
+			tsc_zero_raw_ns = v->created_raw_ns;
 		pvtimer_init(&cpu->pv, v, vm->cfg.nr_slots,
 			     vm->cfg.timer_mode == LULL_MODE_STRICT,
 			     vm->cfg.missed_ticks);
@@ -387,7 +387,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			vm->tsc_khz = khz > 0 ? (uint32_t)khz : 0;
 		}
 		r = pvclock_init(&cpu->pv.clock, v->fd, vm->tsc_khz,
-				 tsc_zero_ns);
+				 tsc_zero_raw_ns);
 		if (r < 0) {
 			vm_err(vm,
 			       "cannot read vCPU %u's TSC for its pvclock: %s",
@@ -399,8 +399,12 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 	if (r < 0)
 		return r;
 	tsc_stable = kvm_tsc_stable(vm->vm_fd);
-	for (unsigned i = 0; i < vm->cfg.nr_vcpus; i++)
+	tsc_held = !tsc_stable &&
+		   pvclock_tsc_held(vm->cpus[0].vcpu.fd, vm->tsc_khz);
+	for (unsigned i = 0; i < vm->cfg.nr_vcpus; i++) {
 		vm->cpus[i].pv.clock.tsc_stable = tsc_stable;
+		vm->cpus[i].pv.clock.tsc_held = tsc_held;
+	}
 	return 0;
 }
 

@@ -204,13 +204,13 @@ static uint64_t tsc_line(uint64_t tsc)
 	return ns > UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
 }
 
-/* The line, and "now" for a TSC already passed (vcpu.h). */
+/* The line, and 0 for a TSC already passed (vcpu.h). */
 static uint64_t tsc_to_ns(struct vcpu *v, uint64_t tsc)
 {
-	uint64_t ns = tsc_line(tsc), real = clock_now_ns();
+	uint64_t ns = tsc_line(tsc);
 
 	(void)v;
-	return ns > real ? ns : real;
+	return ns > clock_now_ns() ? ns : 0;
 }
 
 static bool no_msr(struct vcpu *v, uint32_t index, bool write, uint64_t *data)

@@ -51,21 +51,41 @@ Test(pvclock, deltas_are_monotonic_and_linear)
 		  "an hour drifts");
 }
 
-Test(pvclock, tsc_deadline_past_is_now_and_far_is_clamped)
+/* A TSC that KVM holds while the vCPU is out, read off KVM's line alone. */
+Test(pvclock, held_tsc_deadline_past_is_0_and_far_is_clamped)
 {
-	struct pvclock_src src = { .tsc_stable = false, .tsc_khz = 1000000 };
+	struct pvclock_src src = { .tsc_held = true, .tsc_khz = 1000000 };
 	uint64_t before, t;
 
 	pvclock_scale(1000000000ull, &src.mul, &src.shift);
 	src.ready = true;
 	/* the guest TSC was 0 a second ago, at 1 GHz: now it reads ~1e9 */
+	src.tsc_zero_raw_ns = clock_raw_ns() - 1000000000ull;
 	before = clock_now_ns();
-	src.tsc_zero_ns = before - 1000000000ull;
-	t = pvclock_tsc_to_ns(&src, -1, 1);
-	cr_assert(t >= before && t <= clock_now_ns(), "a past deadline is now");
+	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, 1), 0, "a past deadline is due");
+	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, 999000000ull), 0,
+		     "1 ms past is due");
 	t = pvclock_tsc_to_ns(&src, -1, 3000000000ull);
-	cr_assert(t >= before + 1999000000ull && t <= clock_now_ns() + 2000000000ull,
+	cr_assert(t >= before + 1999000000ull && t <= clock_now_ns() + 2000010000ull,
 		  "two seconds ahead: %ld ns", (long)(t - before));
 	t = pvclock_tsc_to_ns(&src, -1, UINT64_MAX);
 	cr_assert_leq(t, clock_now_ns() + LULL_HORIZON_NS, "clamped");
+}
+
+/* A TSC that runs with the host's: the offset says where it is. */
+Test(pvclock, offset_tsc_deadline_counts_from_the_host_tsc)
+{
+	struct pvclock_src src = { .tsc_khz = 1000000 };
+	uint64_t base = 1ull << 40, before, t;
+
+	pvclock_scale(1000000000ull, &src.mul, &src.shift);
+	src.ready = true;
+	before = clock_now_ns();
+	/* the guest TSC read `base` just before now */
+	src.tsc_offset = (int64_t)(base - __builtin_ia32_rdtsc());
+	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, base), 0, "reached is due");
+	t = pvclock_tsc_to_ns(&src, -1, base + 1000000000ull);
+	/* however fast the host's TSC runs, a second of ticks is not yet */
+	cr_assert(t > before + 900000000ull && t <= clock_now_ns() + 1000010000ull,
+		  "a second ahead: %ld ns", (long)(t - before));
 }

@@ -29,7 +29,7 @@ static uint64_t tsc_is_ns(struct vcpu *v, uint64_t tsc)
 	uint64_t now = clock_now_ns();
 
 	(void)v;
-	return tsc > now ? tsc : now;
+	return tsc > now ? tsc : 0;
 }
 
 static const struct vcpu_ops ops = { .ipi = route, .tsc_to_ns = tsc_is_ns };
