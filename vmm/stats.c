@@ -198,6 +198,13 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		(uint64_t)atomic_load(&vm->unclaimed.mmio),
 		(uint64_t)atomic_load(&vm->unclaimed.msr),
 		(uint64_t)atomic_load(&vm->unclaimed.ipi));
+	pthread_mutex_lock(&vm->ioapic.lock);
+	fprintf(f,
+		"  \"ioapic\": {\"delivered\": %lu, \"unsupported\": %lu, "
+		"\"invalid\": %lu},\n",
+		vm->ioapic.delivered, vm->ioapic.unsupported,
+		vm->ioapic.invalid);
+	pthread_mutex_unlock(&vm->ioapic.lock);
 	fputs("  \"vcpus\": [\n", f);
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
 		vcpu_json(f, &vm->cpus[i]);

@@ -33,7 +33,7 @@ static bool qemu_departs_in(const char *name, size_t len)
 static void run_ioapic_lull(struct run *r)
 {
 	require_guest("ioapic");
-	run_lull(r, LIMIT_S, "run", guest("ioapic"), NULL);
+	run_lull(r, LIMIT_S, "run", "--stats", "-", guest("ioapic"), NULL);
 	cr_assert_not(r->killed, "lull ran over %.0f s\nstdout:\n%s", LIMIT_S,
 		      r->out);
 }
@@ -73,6 +73,26 @@ Test(ioapic, all_cases_pass_on_lull)
 		     r.out);
 	cr_assert_eq(count_lines_with(r.out, "FAIL"), 0, "%s", r.out);
 	cr_assert(strstr(r.out, "ioapic: PASS "), "no summary line:\n%s", r.out);
+	run_free(&r);
+}
+
+/* --stats counts the I/O APIC's messages; a conforming guest makes no
+ * access it should not. */
+Test(ioapic, stats_count_messages)
+{
+	const char *json;
+	uint64_t delivered, invalid, unsupported;
+	struct run r;
+
+	run_ioapic_lull(&r);
+	json = find_json(r.out);
+	cr_assert(stats_u64(json, "ioapic.delivered", &delivered) &&
+			  stats_u64(json, "ioapic.invalid", &invalid) &&
+			  stats_u64(json, "ioapic.unsupported", &unsupported),
+		  "no ioapic counters:\n%s", r.out);
+	cr_assert_gt(delivered, 0, "the guest took I/O APIC interrupts");
+	cr_assert_eq(invalid, 0, "invalid accesses counted");
+	cr_assert_eq(unsupported, 0, "unsupported messages counted");
 	run_free(&r);
 }
 
