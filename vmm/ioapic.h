@@ -17,11 +17,15 @@
  * while its line is high, unmasked and remote IRR clear, and sets remote
  * IRR; the local APIC's EOI of that vector (ioapic_eoi), or a write to the
  * EOI register, clears remote IRR and sends again if the line is still
- * high. The line's level is the asserted state: polarity is stored and
- * read back but not applied, as KVM and QEMU do.
+ * high. An entry switched to edge drops its remote IRR, and an EOI
+ * matches each entry's vector as it is then (both as KVM and QEMU do;
+ * Linux relies on the first to clear a stuck remote IRR). The line's
+ * level is the asserted state: polarity is stored and read back but not
+ * applied, as KVM and QEMU do.
  *
  * Fixed and lowest-priority delivery are sent (lowest priority as fixed,
- * to every destination named); the other modes are not modelled: counted,
+ * to every destination named); the other modes are not modelled: each
+ * message due in one is counted (a level pin's each time it falls due),
  * the first logged. The destination is 8 bits in the xAPIC format
  * (physical: an APIC ID, 0xff all; logical: matched against the xAPIC
  * LDR and DFR); an x2APIC guest without interrupt remapping uses physical
@@ -29,7 +33,8 @@
  * message is sent at once.
  *
  * Accesses a guest should not make (not 32 bits, not a register, a
- * register index that does not exist, reserved bits) change nothing but
+ * register index that does not exist, a write to the version or
+ * arbitration register, reserved bits) change nothing but
  * what they may, read all ones where there is nothing to read, and are
  * counted, the first logged.
  *
