@@ -57,6 +57,9 @@ static const char usage_text[] =
 	"      --console-limit SIZE   write at most SIZE bytes of console output (K/M/G);\n"
 	"                             the rest is dropped and counted (default: no limit)\n"
 	"      --stats FILE           write run statistics as JSON to FILE ('-': stdout)\n"
+	"      --no-mem-merge         keep guest RAM from the host's KSM (by default\n"
+	"                             lull offers it: where KSM runs, VMs share\n"
+	"                             their identical pages)\n"
 	"      --no-seccomp           no system-call filter (to debug a status-159 stop);\n"
 	"                             lull still drops its capabilities\n"
 	"  -h, --help                 this text\n"
@@ -83,6 +86,7 @@ enum {
 	OPT_CONSOLE,
 	OPT_CONSOLE_LIMIT,
 	OPT_STATS,
+	OPT_NO_MEM_MERGE,
 	OPT_NO_SECCOMP,
 };
 
@@ -100,6 +104,7 @@ static const struct option long_options[] = {
 	{ "console", required_argument, NULL, OPT_CONSOLE },
 	{ "console-limit", required_argument, NULL, OPT_CONSOLE_LIMIT },
 	{ "stats", required_argument, NULL, OPT_STATS },
+	{ "no-mem-merge", no_argument, NULL, OPT_NO_MEM_MERGE },
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -291,6 +296,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			break;
 		case OPT_STATS:
 			cfg->stats_path = optarg;
+			break;
+		case OPT_NO_MEM_MERGE:
+			cfg->no_mem_merge = true;
 			break;
 		case OPT_NO_SECCOMP:
 			cfg->no_seccomp = true;

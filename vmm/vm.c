@@ -73,6 +73,13 @@ static int map_ram(struct vm *vm, uint64_t size)
 		return -e;
 	}
 	vm->ram_size = size;
+	/*
+	 * Idle guests of one kernel hold many identical pages (zeroed RAM,
+	 * kernel text): offered to KSM, which runs only where the host turns
+	 * it on, they are shared. A kernel without KSM refuses: no merging.
+	 */
+	vm->mem_merge = !vm->cfg.no_mem_merge &&
+			madvise(vm->ram, size, MADV_MERGEABLE) == 0;
 	return 0;
 }
 

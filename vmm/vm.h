@@ -59,6 +59,7 @@ struct vm_config {
 	uint64_t console_limit; /* bytes; 0: none */
 	const char *stats_path; /* NULL: none, "-": stdout */
 	bool no_seccomp; /* --no-seccomp: confine threads without filters */
+	bool no_mem_merge; /* --no-mem-merge: keep guest RAM from KSM */
 };
 
 /* Hypercall argument errors, counted per kind, the first of each logged. */
@@ -104,6 +105,7 @@ struct vm {
 	int kvm_fd, vm_fd;
 	uint8_t *ram;
 	uint64_t ram_size;
+	bool mem_merge; /* guest RAM is offered to the host's KSM */
 	uint32_t tsc_khz;
 	bool has_apic; /* the APIC's MSRs reach lull */
 	struct vm_cpu *cpus;

@@ -306,6 +306,29 @@ static const char *const vcpu_fields[] = {
 	"deferred_delay_ns.max",
 };
 
+/* Guest RAM is offered to KSM wherever the host kernel has it, unless
+ * --no-mem-merge; --stats says which. */
+Test(boot, guest_ram_offered_to_ksm_unless_asked_not)
+{
+	bool host_has_ksm = access("/sys/kernel/mm/ksm", F_OK) == 0;
+	const char *want = host_has_ksm ? "\"mem_merge\": true" :
+					  "\"mem_merge\": false";
+	struct run r;
+
+	run_lull(&r, QUICK_S, "run", "--stats", "-", guest("hello"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert(strstr(r.out, want), "KSM %s on this host, want %s in:\n%s",
+		  host_has_ksm ? "built in" : "absent", want, r.out);
+	run_free(&r);
+
+	run_lull(&r, QUICK_S, "run", "--no-mem-merge", "--stats", "-",
+		 guest("hello"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	cr_assert(strstr(r.out, "\"mem_merge\": false"),
+		  "--no-mem-merge still offered it:\n%s", r.out);
+	run_free(&r);
+}
+
 Test(boot, stats_to_stdout_has_every_field)
 {
 	char path[64];
