@@ -29,6 +29,13 @@ RSS and PSS (smaps_rollup at the window's end). Then SIGTERM. A VM fails
 when it exits before that, prints no marker within --boot-timeout, or init
 prints a FAIL line.
 
+--ksm S (as root) runs the host's KSM for each point: on once the VMs are
+at init, S seconds to merge before the window, then what it shares at the
+window's end (pages_sharing: the memory saved) and ksmd's CPU over the
+window; after the point every page is unmerged (run=2) and at the end KSM
+is left as it was. lull offers guest RAM to KSM unless --no-mem-merge, and
+QEMU does by default (mem-merge=on), so both modes merge.
+
 Needs /dev/kvm: inside the nested runner on a host without it, e.g.
 
     mkdir -p /tmp/li && flock /tmp/lull-nested.lock tests/nested/lull-nested \\
@@ -152,8 +159,13 @@ def run_point(cfg, mode, logdir):
             if not vm.failure and not vm.t_ready:
                 vm.failure = f"no ready marker within {cfg.boot_timeout:g} s: {vm.last_line()}"
         ready = [vm for vm in vms if vm.t_ready]
+        if cfg.ksm:
+            print(f"linux-idle: {mode}: KSM on, {cfg.ksm:g} s to merge", file=sys.stderr)
+            ksm_write("run", 1)
+            time.sleep(cfg.ksm)
         print(f"linux-idle: {mode}: {len(ready)}/{cfg.vms} VMs at init, measuring {cfg.seconds:g} s",
               file=sys.stderr)
+        ksmd0 = ksmd_cpu_ns()
         for vm in ready:
             vm.snap0 = density.snapshot(vm.popen.pid)
         time.sleep(cfg.seconds)
@@ -163,7 +175,13 @@ def run_point(cfg, mode, logdir):
                 continue
             vm.snap1 = density.snapshot(vm.popen.pid)
             vm.rss, vm.pss = density.smaps_rollup(vm.popen.pid)
+        if cfg.ksm:
+            ksm = {"pages_sharing": ksm_read("pages_sharing"),
+                   "pages_shared": ksm_read("pages_shared"),
+                   "ksmd_cpu_pct": round((ksmd_cpu_ns() - ksmd0) / cfg.seconds / 1e7, 2)}
     finally:
+        if cfg.ksm:
+            ksm_write("run", 2)  # unmerge: the next point starts from nothing shared
         for vm in vms:
             if vm.popen and vm.popen.poll() is None:
                 vm.popen.send_signal(signal.SIGTERM)
@@ -179,7 +197,40 @@ def run_point(cfg, mode, logdir):
         if not vm.failure and b"lull-init: FAIL" in vm.output():
             vm.failure = "init: " + vm.output().split(b"lull-init: FAIL", 1)[1].split(b"\n")[0].decode(
                 "utf-8", "replace").strip()
-    return account(mode, vms)
+    res = account(mode, vms)
+    if cfg.ksm:
+        res["ksm"] = ksm
+        res["ksm_saved_mib"] = round(ksm["pages_sharing"] * 4096 / 2**20, 1)
+    return res
+
+
+KSM = "/sys/kernel/mm/ksm"
+
+
+def ksm_read(name):
+    with open(os.path.join(KSM, name)) as f:
+        return int(f.read())
+
+
+def ksm_write(name, value):
+    with open(os.path.join(KSM, name), "w") as f:
+        f.write(f"{value}\n")
+
+
+def ksmd_cpu_ns():
+    """ksmd's utime + stime, ns (clock ticks at USER_HZ)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if stat.split(" (", 1)[1].startswith("ksmd)"):
+            fields = stat.rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) * 1e9 / os.sysconf("SC_CLK_TCK")
+    return 0
 
 
 def account(mode, vms):
@@ -268,6 +319,9 @@ def parse_args(argv):
     ap.add_argument("--kernel", default=None, metavar="BZIMAGE",
                     help="default: the bzImage lull-nested caches")
     ap.add_argument("--qemu", default="qemu-system-x86_64", metavar="PATH")
+    ap.add_argument("--ksm", type=float, default=0.0, metavar="S",
+                    help="run the host's KSM, S seconds to merge before each window (root; "
+                         "default 0: KSM as the host has it)")
     ap.add_argument("--out", default=None, metavar="DIR",
                     help="write results.json and, with gnuplot, linux-idle.svg there (default: none)")
     cfg = ap.parse_args(argv)
@@ -288,6 +342,10 @@ def parse_args(argv):
         ap.error(f"{cfg.lull} is missing: run ninja -C {cfg.build}")
     if "qemu" in cfg.modes and not shutil.which(cfg.qemu):
         ap.error(f"{cfg.qemu} is not installed")
+    if cfg.ksm < 0:
+        ap.error("--ksm must be 0 or more seconds")
+    if cfg.ksm and not os.access(os.path.join(KSM, "run"), os.W_OK):
+        ap.error(f"--ksm: cannot write {KSM}/run (the host kernel has no KSM, or this is not root)")
     return cfg
 
 
@@ -299,6 +357,7 @@ def main(argv):
         return 69
     results = []
     logdir = tempfile.mkdtemp(prefix="lull-linux-idle-")
+    ksm_was = ksm_read("run") if cfg.ksm else None
     try:
         for mode in cfg.modes:
             res = run_point(cfg, mode, logdir)
@@ -309,24 +368,33 @@ def main(argv):
     finally:
         density.kill_owned()
         shutil.rmtree(logdir, ignore_errors=True)
+        if ksm_was is not None:
+            ksm_write("run", ksm_was)
     print(f"linux-idle: {cfg.vms} idle Linux VMs per mode, 1 vCPU, {cfg.mem} each, "
           f"window {cfg.seconds:g} s; kernel {os.path.basename(cfg.kernel)}; medians per VM")
     if density.EMULATED:
         print("EMULATED HOST (lull-nested): CPU % is of a machine QEMU emulates; compare the "
               "modes with each other. Wakeups/s carry over to real hardware.")
+    if cfg.ksm:
+        print(f"KSM on, {cfg.ksm:g} s to merge before each window; saved: pages_sharing at its end, "
+              "for all the point's VMs; ksmd: its CPU % of one core over the window")
     print(f"{'mode':<20} {'wakeups/s':>10} {'CPU %':>7} {'RSS MiB':>8} {'PSS MiB':>8} "
-          f"{'init s':>7} {'max s':>7} {'failed':>6}")
+          f"{'init s':>7} {'max s':>7} {'failed':>6}"
+          + (f" {'saved MiB':>9} {'ksmd %':>7}" if cfg.ksm else ""))
     for r in results:
         print(f"{r['mode']:<20} {fmt(r['wakeups_per_s']):>10} {fmt(r['cpu_pct'], 2):>7} "
               f"{fmt(r['rss_mib']):>8} {fmt(r['pss_mib']):>8} {fmt(r['boot_to_init_s']):>7} "
-              f"{fmt(r['boot_to_init_max_s']):>7} {r['failed']:>6}")
+              f"{fmt(r['boot_to_init_max_s']):>7} {r['failed']:>6}"
+              + (f" {fmt(r['ksm_saved_mib']):>9} {fmt(r['ksm']['ksmd_cpu_pct'], 2):>7}"
+                 if cfg.ksm else ""))
     if cfg.out:
         os.makedirs(cfg.out, exist_ok=True)
         with open(os.path.join(cfg.out, "results.json"), "w") as f:
             json.dump({"command": " ".join(["density.py", "linux-idle"] + argv),
                        "date": datetime.datetime.now().isoformat(timespec="seconds"),
                        "emulated_host": density.EMULATED,
-                       "kernel": cfg.kernel, "mem": cfg.mem, "results": results}, f, indent=1)
+                       "kernel": cfg.kernel, "mem": cfg.mem, "ksm_merge_s": cfg.ksm,
+                       "results": results}, f, indent=1)
             f.write("\n")
         svg = plot(results, cfg, cfg.out)
         print(f"results: {os.path.join(cfg.out, 'results.json')}"
