@@ -149,6 +149,14 @@ int stats_open(struct stats_out *s, const char *path)
 	s->f = strcmp(path, "-") ? fopen(path, "we") : stdout;
 	if (!s->f)
 		return -errno;
+	/*
+	 * stdio sizes a stream's buffer at its first write, asking whether it
+	 * is a terminal (TCGETS) when it is a character device (/dev/null, a
+	 * tty): at the end of the run the seccomp filter would refuse that.
+	 * The buffer is had now.
+	 */
+	if (setvbuf(s->f, NULL, _IOFBF, BUFSIZ))
+		return -ENOMEM;
 	s->proc_status = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 	return 0;
 }

@@ -153,6 +153,21 @@ Test(sandbox, no_seccomp_keeps_the_rest)
 	check_every_thread("--no-seccomp", "0");
 }
 
+/*
+ * --stats to a character device (/dev/null here, a terminal for a user):
+ * stdio asks whether such a stream is a terminal when it first buffers,
+ * which must not happen under the filter, at the run's end.
+ */
+Test(sandbox, stats_to_a_character_device)
+{
+	struct run r;
+
+	require_guest("hello");
+	run_lull(&r, 30, "run", "--stats", "/dev/null", guest("hello"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	run_free(&r);
+}
+
 /* Each guest as its own tests run it, but cut short where it can be. */
 struct confined_run {
 	char guest[16];
