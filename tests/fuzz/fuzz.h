@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the libFuzzer harnesses share: their one assertion, and guest RAM
- * for the loader fuzzers.
+ * What the libFuzzer harnesses share: their one assertion, the reader of
+ * an input's bytes, and guest RAM for the loader fuzzers.
  *
  * check() traps, so that a broken contract is a crash libFuzzer keeps, like
  * an ASan report. fuzz_ram_map() maps RAM once, anonymous and without
@@ -13,6 +13,7 @@
 #define LULL_FUZZ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define check(cond)                       \
@@ -20,6 +21,22 @@
 		if (!(cond))              \
 			__builtin_trap(); \
 	} while (0)
+
+/* An input being decoded, a few little-endian bytes at a time. */
+struct fuzz_input {
+	const uint8_t *p;
+	size_t left;
+};
+
+/* Reads run past the end as zeros: every input decodes to something. */
+static inline uint64_t fuzz_take(struct fuzz_input *in, unsigned bytes)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < bytes && in->left; i++, in->left--)
+		v |= (uint64_t)*in->p++ << (8 * i);
+	return v;
+}
 
 /* Maps size bytes of zeroed RAM (a multiple of 4 KiB); once per process. */
 uint8_t *fuzz_ram_map(uint64_t size);

@@ -119,21 +119,6 @@ enum op {
 	NR_OPS
 };
 
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-/* Reads run past the end as zeros: every input decodes to something. */
-static uint64_t take(struct input *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes && in->left; i++, in->left--)
-		v |= (uint64_t)*in->p++ << (8 * i);
-	return v;
-}
-
 /*
  * What the harness knows of a vCPU's APIC timer as of the last check: an
  * arm is a timer that became pending or moved, and the window is when
@@ -510,9 +495,9 @@ static void check_all(const struct op_ctx *ctx)
 
 /* ---- operations ---- */
 
-static struct vcpu *take_cpu(struct input *in)
+static struct vcpu *take_cpu(struct fuzz_input *in)
 {
-	return &cpus[take(in, 1) % nr_cpus];
+	return &cpus[fuzz_take(in, 1) % nr_cpus];
 }
 
 /*
@@ -520,10 +505,10 @@ static struct vcpu *take_cpu(struct input *in)
  * an APIC base, moved to the high half (the x2APIC ICR's destination,
  * reserved bits elsewhere) or inverted (tag bits 2-4).
  */
-static uint64_t take_value(struct input *in)
+static uint64_t take_value(struct fuzz_input *in)
 {
-	unsigned tag = (unsigned)take(in, 1);
-	uint64_t v = take(in, 1u << (tag & 3));
+	unsigned tag = (unsigned)fuzz_take(in, 1);
+	uint64_t v = fuzz_take(in, 1u << (tag & 3));
 
 	switch (tag >> 2 & 7) {
 	case 1:
@@ -541,9 +526,9 @@ static uint64_t take_value(struct input *in)
  * 0x00-0x3f: that x2APIC register; then the base, the deadline, any
  * x2APIC register, and any MSR at all (mostly not the APIC's).
  */
-static uint32_t take_msr(struct input *in)
+static uint32_t take_msr(struct fuzz_input *in)
 {
-	unsigned sel = (unsigned)take(in, 1);
+	unsigned sel = (unsigned)fuzz_take(in, 1);
 
 	if (sel < 0x40)
 		return MSR_X2APIC_FIRST + sel;
@@ -552,8 +537,8 @@ static uint32_t take_msr(struct input *in)
 	if (sel < 0xc0)
 		return MSR_IA32_TSC_DEADLINE;
 	if (sel < 0xf0)
-		return MSR_X2APIC_FIRST + (uint32_t)take(in, 1);
-	return (uint32_t)take(in, 4);
+		return MSR_X2APIC_FIRST + (uint32_t)fuzz_take(in, 1);
+	return (uint32_t)fuzz_take(in, 4);
 }
 
 static bool apic_msr(uint32_t msr)
@@ -620,7 +605,7 @@ static void do_rdmsr(struct vcpu *v, uint32_t msr)
 
 /* The xAPIC page, with exactly `len` bytes so ASan sees any overrun. */
 static void do_mmio(struct vcpu *v, uint64_t gpa, bool write, unsigned len,
-		    struct input *in)
+		    struct fuzz_input *in)
 {
 	uint8_t *data = malloc(len);
 	uint64_t page = page_of(v), esr_before = v->apic.esr_pending;
@@ -631,7 +616,7 @@ static void do_mmio(struct vcpu *v, uint64_t gpa, bool write, unsigned len,
 
 	check(data);
 	for (unsigned i = 0; i < len; i++)
-		data[i] = write ? (uint8_t)take(in, 1) : 0xa5;
+		data[i] = write ? (uint8_t)fuzz_take(in, 1) : 0xa5;
 	check(apic_mmio(v, gpa, write, len, data) == mine);
 	if (!mine) {
 		check(v->apic.esr_pending == esr_before);
@@ -645,10 +630,10 @@ static void do_mmio(struct vcpu *v, uint64_t gpa, bool write, unsigned len,
 	free(data);
 }
 
-static void op_mmio(struct input *in)
+static void op_mmio(struct fuzz_input *in)
 {
 	struct vcpu *v = take_cpu(in);
-	unsigned flags = (unsigned)take(in, 1);
+	unsigned flags = (unsigned)fuzz_take(in, 1);
 	bool write = flags & 1;
 	unsigned len = 1 + (flags >> 1 & 7);
 	uint64_t gpa;
@@ -656,23 +641,23 @@ static void op_mmio(struct input *in)
 	switch (flags >> 4 & 3) {
 	case 0: /* from 128 bytes below the page to 128 past it */
 	case 1:
-		gpa = page_of(v) - 128 + take(in, 2) % (APIC_PAGE_SIZE + 256);
+		gpa = page_of(v) - 128 + fuzz_take(in, 2) % (APIC_PAGE_SIZE + 256);
 		break;
 	case 2: /* the default page, wherever the base is */
-		gpa = APIC_DEFAULT_BASE + take(in, 2) % APIC_PAGE_SIZE;
+		gpa = APIC_DEFAULT_BASE + fuzz_take(in, 2) % APIC_PAGE_SIZE;
 		break;
 	default:
-		gpa = take(in, 8);
+		gpa = fuzz_take(in, 8);
 		break;
 	}
 	do_mmio(v, gpa, write, len, in);
 }
 
 /* A register through the path the APIC's mode gives the guest. */
-static void op_reg(struct input *in, bool write)
+static void op_reg(struct fuzz_input *in, bool write)
 {
 	struct vcpu *v = take_cpu(in);
-	unsigned reg = (unsigned)take(in, 1);
+	unsigned reg = (unsigned)fuzz_take(in, 1);
 	uint64_t value = write ? take_value(in) : 0;
 	uint8_t data[4];
 	uint32_t low = (uint32_t)value;
@@ -688,13 +673,13 @@ static void op_reg(struct input *in, bool write)
 	check(apic_mmio(v, page_of(v) + reg * 16, write, 4, data));
 }
 
-static void op_raise(struct input *in)
+static void op_raise(struct fuzz_input *in)
 {
 	struct vcpu *v = take_cpu(in);
 	struct apic *a = &v->apic;
-	uint8_t vector = (uint8_t)(16 + take(in, 1) % 240);
-	unsigned flags = (unsigned)take(in, 1);
-	uint32_t times = (uint32_t)take(in, 2) << (flags >> 4);
+	uint8_t vector = (uint8_t)(16 + fuzz_take(in, 1) % 240);
+	unsigned flags = (unsigned)fuzz_take(in, 1);
+	uint32_t times = (uint32_t)fuzz_take(in, 2) << (flags >> 4);
 	bool accumulate = flags & 1;
 	enum apic_source src = (enum apic_source)(flags >> 1 & 3) % 3;
 	uint32_t owed = a->owed[vector], merged, want_owed;
@@ -713,11 +698,11 @@ static void op_raise(struct input *in)
 }
 
 /* inject(): one delivery at a time, while one is deliverable. */
-static void op_deliver(struct input *in)
+static void op_deliver(struct fuzz_input *in)
 {
 	struct vcpu *v = take_cpu(in);
 	struct apic *a = &v->apic;
-	unsigned n = (unsigned)take(in, 1);
+	unsigned n = (unsigned)fuzz_take(in, 1);
 	int last = 256;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -742,10 +727,10 @@ static void op_deliver(struct input *in)
 	}
 }
 
-static void op_cr8(struct input *in)
+static void op_cr8(struct fuzz_input *in)
 {
 	struct vcpu *v = take_cpu(in);
-	uint8_t cr8 = (uint8_t)take(in, 1);
+	uint8_t cr8 = (uint8_t)fuzz_take(in, 1);
 
 	apic_set_cr8(&v->apic, cr8);
 	check(apic_cr8(&v->apic) == (cr8 & 0xf));
@@ -794,32 +779,32 @@ static void catch_up(unsigned i)
 			check(a->since[vec] <= now);
 }
 
-static void op_time(struct input *in, struct op_ctx *ctx)
+static void op_time(struct fuzz_input *in, struct op_ctx *ctx)
 {
-	unsigned sel = (unsigned)take(in, 1);
+	unsigned sel = (unsigned)fuzz_take(in, 1);
 	struct vcpu *v = &cpus[sel % nr_cpus];
 	struct wheel_timer *t = &v->apic.timer;
 	uint64_t to = now;
 
-	switch (take(in, 1) % 8) {
+	switch (fuzz_take(in, 1) % 8) {
 	case 0:
-		to = sat_add(now, take(in, 1) << 10);
+		to = sat_add(now, fuzz_take(in, 1) << 10);
 		break;
 	case 1:
-		to = sat_add(now, take(in, 2) * 1000);
+		to = sat_add(now, fuzz_take(in, 2) * 1000);
 		break;
 	case 2:
-		to = sat_add(now, take(in, 4) * 1000);
+		to = sat_add(now, fuzz_take(in, 4) * 1000);
 		break;
 	case 3:
-		to = sat_add(now, take(in, 8));
+		to = sat_add(now, fuzz_take(in, 8));
 		break;
 	case 4:
-		to = sat_add(wheel_next_expiry(&v->wheel), take(in, 1));
+		to = sat_add(wheel_next_expiry(&v->wheel), fuzz_take(in, 1));
 		break;
 	case 5: /* to the APIC timer's expiry, give or take a tick */
 		if (wheel_timer_pending(t)) {
-			uint64_t e = wheel_timer_expires(t), d = take(in, 2);
+			uint64_t e = wheel_timer_expires(t), d = fuzz_take(in, 2);
 
 			to = d & 0x8000 ? e - (d & 0x7fff) : sat_add(e, d);
 		}
@@ -846,7 +831,7 @@ static void op_time(struct input *in, struct op_ctx *ctx)
 	catch_up(sel % nr_cpus);
 }
 
-static void op_init(struct input *in)
+static void op_init(struct fuzz_input *in)
 {
 	struct vcpu *v = take_cpu(in);
 	uint64_t base = base_of(v);
@@ -856,28 +841,28 @@ static void op_init(struct input *in)
 	check_reset(v);
 }
 
-static void op_policy(struct input *in)
+static void op_policy(struct fuzz_input *in)
 {
 	struct vcpu *v = take_cpu(in);
 	uint64_t max_defer = take_value(in);
-	unsigned policy = (unsigned)take(in, 1);
+	unsigned policy = (unsigned)fuzz_take(in, 1);
 
 	if (policy == 0xff)
-		policy = (unsigned)take(in, 4);
+		policy = (unsigned)fuzz_take(in, 4);
 	apic_set_timer_policy(v, max_defer, policy);
 }
 
 /* ---- one input ---- */
 
-static void build(struct input *in)
+static void build(struct fuzz_input *in)
 {
 	uint64_t back;
 
-	nr_cpus = 1 + (unsigned)take(in, 1) % MAX_VCPUS;
-	tsc_mul = take(in, 3);
+	nr_cpus = 1 + (unsigned)fuzz_take(in, 1) % MAX_VCPUS;
+	tsc_mul = fuzz_take(in, 3);
 	if (!tsc_mul)
 		tsc_mul = 1 << 16;
-	back = take(in, 4);
+	back = fuzz_take(in, 4);
 	now = clock_now_ns();
 	tsc_origin = now > back ? now - back : 0;
 	for (unsigned i = 0; i < nr_cpus; i++) {
@@ -889,14 +874,14 @@ static void build(struct input *in)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct input in = { .p = data, .left = size };
+	struct fuzz_input in = { .p = data, .left = size };
 
 	build(&in);
 	for (unsigned n = 0; n < MAX_OPS && in.left; n++) {
 		struct op_ctx ctx = { .lo = clock_now_ns(), .advanced = -1 };
 		struct vcpu *v;
 
-		switch (take(&in, 1) % NR_OPS) {
+		switch (fuzz_take(&in, 1) % NR_OPS) {
 		case OP_WRMSR: {
 			uint32_t msr;
 

@@ -72,21 +72,6 @@
 
 enum op { OP_HCALL, OP_EXIT, OP_PORT, OP_POKE, OP_TIME, OP_DELIVER, NR_OPS };
 
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-/* Reads run past the end as zeros: every input decodes to something. */
-static uint64_t take(struct input *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes && in->left; i++, in->left--)
-		v |= (uint64_t)*in->p++ << (8 * i);
-	return v;
-}
-
 static struct vm vm;
 static uint64_t now; /* harness time, the same for every vCPU */
 
@@ -100,37 +85,37 @@ struct counters {
  * An argument: small values directly (slots, vectors, vCPUs, ops), else
  * times near `now`, edges near UINT64_MAX or eight raw bytes.
  */
-static uint64_t take_arg(struct input *in)
+static uint64_t take_arg(struct fuzz_input *in)
 {
-	uint8_t tag = (uint8_t)take(in, 1);
+	uint8_t tag = (uint8_t)fuzz_take(in, 1);
 
 	if (tag < 0xf0)
 		return tag;
 	switch (tag) {
 	case 0xf0:
-		return sat_add(now, take(in, 4));
+		return sat_add(now, fuzz_take(in, 4));
 	case 0xf1: {
-		uint64_t back = take(in, 4);
+		uint64_t back = fuzz_take(in, 4);
 
 		return now > back ? now - back : 0;
 	}
 	case 0xf2:
-		return UINT64_MAX - take(in, 1);
+		return UINT64_MAX - fuzz_take(in, 1);
 	case 0xf3:
-		return take(in, 2) * 4096; /* a page address */
+		return fuzz_take(in, 2) * 4096; /* a page address */
 	case 0xf4:
-		return take(in, 4) * 1000; /* a period in us */
+		return fuzz_take(in, 4) * 1000; /* a period in us */
 	default:
-		return take(in, 8);
+		return fuzz_take(in, 8);
 	}
 }
 
-static struct vm_cpu *take_cpu(struct input *in)
+static struct vm_cpu *take_cpu(struct fuzz_input *in)
 {
-	return &vm.cpus[take(in, 1) % vm.cfg.nr_vcpus];
+	return &vm.cpus[fuzz_take(in, 1) % vm.cfg.nr_vcpus];
 }
 
-static void take_hc_args(struct input *in, struct hc_args *a)
+static void take_hc_args(struct fuzz_input *in, struct hc_args *a)
 {
 	a->op = take_arg(in);
 	a->a0 = take_arg(in);
@@ -238,7 +223,7 @@ static bool may_zero_counters(const struct hc_args *a)
 	return a->op == LULL_HC_SET_SHARED_PAGE;
 }
 
-static void op_hcall(struct input *in, struct hc_args *a)
+static void op_hcall(struct fuzz_input *in, struct hc_args *a)
 {
 	struct vm_cpu *cpu = take_cpu(in);
 	uint64_t calls = atomic_load(&vm.hc_calls), errs = errors();
@@ -250,7 +235,7 @@ static void op_hcall(struct input *in, struct hc_args *a)
 }
 
 /* The guest's `out %eax, %dx` with its arguments in registers. */
-static void op_exit(struct input *in, struct hc_args *a)
+static void op_exit(struct fuzz_input *in, struct hc_args *a)
 {
 	struct vm_cpu *cpu = take_cpu(in);
 	struct kvm_regs *regs = vcpu_regs(&cpu->vcpu);
@@ -292,7 +277,7 @@ static bool claimed(uint16_t port, bool out, unsigned size, unsigned count,
  * Returns true if it was a hypercall, with whatever the vCPU's registers
  * held: it may have registered a shared page, zeroing its counters.
  */
-static bool op_port(struct input *in)
+static bool op_port(struct fuzz_input *in)
 {
 	static const uint16_t ports[] = {
 		LULL_COM1_PORT,	      LULL_COM1_PORT + 1, LULL_COM1_PORT + 2,
@@ -304,11 +289,11 @@ static bool op_port(struct input *in)
 	};
 	static const unsigned sizes[] = { 1, 2, 4, 1 };
 	struct vm_cpu *cpu = take_cpu(in);
-	unsigned sel = (unsigned)take(in, 1), mode = (unsigned)take(in, 1);
+	unsigned sel = (unsigned)fuzz_take(in, 1), mode = (unsigned)fuzz_take(in, 1);
 	const unsigned nr_ports = sizeof(ports) / sizeof(ports[0]);
 	/* below 2 * nr_ports: a device port; else any port at all */
 	uint16_t port = sel < 2 * nr_ports ? ports[sel % nr_ports] :
-					     (uint16_t)take(in, 2);
+					     (uint16_t)fuzz_take(in, 2);
 	bool out = mode & 1;
 	unsigned size = sizes[(mode >> 1) & 3], count = 1 + ((mode >> 3) & 3);
 	uint64_t unclaimed = atomic_load(&vm.unclaimed.io), nr_unclaimed = 0;
@@ -317,7 +302,7 @@ static bool op_port(struct input *in)
 
 	check(data);
 	for (unsigned i = 0; i < size * count; i++)
-		data[i] = (uint8_t)take(in, 1);
+		data[i] = (uint8_t)fuzz_take(in, 1);
 	vm_vcpu_ops.io(&cpu->vcpu, port, out, size, count, data);
 	for (unsigned i = 0; i < count; i++) {
 		const uint8_t *d = data + i * size;
@@ -336,13 +321,13 @@ static bool op_port(struct input *in)
 	return hcall;
 }
 
-static void op_poke(struct input *in)
+static void op_poke(struct fuzz_input *in)
 {
-	uint64_t at = take(in, 4) % vm.ram_size;
-	uint64_t len = take(in, 1) % 65;
+	uint64_t at = fuzz_take(in, 4) % vm.ram_size;
+	uint64_t len = fuzz_take(in, 1) % 65;
 
 	for (uint64_t i = 0; i < len && at + i < vm.ram_size; i++)
-		vm.ram[at + i] = (uint8_t)take(in, 1);
+		vm.ram[at + i] = (uint8_t)fuzz_take(in, 1);
 }
 
 static uint64_t ceil_tick_sat(const struct wheel *w, uint64_t t)
@@ -411,30 +396,30 @@ static void catch_up(struct vm_cpu *cpu)
 			check(q->since[vec] <= now);
 }
 
-static void op_time(struct input *in)
+static void op_time(struct fuzz_input *in)
 {
 	struct vm_cpu *cpu = take_cpu(in);
 	struct wheel *w = &cpu->vcpu.wheel;
 	uint64_t to = now;
 
-	switch (take(in, 1) % 7) {
+	switch (fuzz_take(in, 1) % 7) {
 	case 0:
-		to = sat_add(now, take(in, 1) << 10);
+		to = sat_add(now, fuzz_take(in, 1) << 10);
 		break;
 	case 1:
-		to = sat_add(now, take(in, 2) * 1000);
+		to = sat_add(now, fuzz_take(in, 2) * 1000);
 		break;
 	case 2:
-		to = sat_add(now, take(in, 4) * 1000);
+		to = sat_add(now, fuzz_take(in, 4) * 1000);
 		break;
 	case 3:
-		to = sat_add(now, take(in, 8));
+		to = sat_add(now, fuzz_take(in, 8));
 		break;
 	case 4:
-		to = sat_add(wheel_next_expiry(w), take(in, 1));
+		to = sat_add(wheel_next_expiry(w), fuzz_take(in, 1));
 		break;
 	case 5:
-		to = sat_add(wheel_next_hard_expiry(w), take(in, 1));
+		to = sat_add(wheel_next_hard_expiry(w), fuzz_take(in, 1));
 		break;
 	default:
 		break;
@@ -445,11 +430,11 @@ static void op_time(struct input *in)
 }
 
 /* inject(): highest vector first, one delivery at a time. */
-static void op_deliver(struct input *in)
+static void op_deliver(struct fuzz_input *in)
 {
 	struct vm_cpu *cpu = take_cpu(in);
 	struct vcpu *v = &cpu->vcpu;
-	unsigned n = (unsigned)take(in, 1);
+	unsigned n = (unsigned)fuzz_take(in, 1);
 	int last = LULL_VECTOR_MAX + 1;
 
 	for (unsigned i = 0; i < n; i++) {
@@ -553,19 +538,19 @@ static void check_counters(const struct counters *c, const struct vm_cpu *cpu)
 }
 
 /* The config bytes: the VM's shape. */
-static void vm_build(struct input *in)
+static void vm_build(struct fuzz_input *in)
 {
-	unsigned shape = (unsigned)take(in, 1);
-	unsigned nr_slots = 2 + (unsigned)take(in, 1) % (LULL_MAX_SLOTS - 1);
-	uint64_t pages = 1 + take(in, 1) % 64, tail = take(in, 2) % 4096;
-	uint32_t tsc_khz = (uint32_t)take(in, 4);
-	int64_t tsc_offset = (int64_t)take(in, 8);
+	unsigned shape = (unsigned)fuzz_take(in, 1);
+	unsigned nr_slots = 2 + (unsigned)fuzz_take(in, 1) % (LULL_MAX_SLOTS - 1);
+	uint64_t pages = 1 + fuzz_take(in, 1) % 64, tail = fuzz_take(in, 2) % 4096;
+	uint32_t tsc_khz = (uint32_t)fuzz_take(in, 4);
+	int64_t tsc_offset = (int64_t)fuzz_take(in, 8);
 	bool clock = shape & 0x20, stable = shape & 0x40;
-	uint64_t start = take(in, 8);
+	uint64_t start = fuzz_take(in, 8);
 
 	memset(&vm, 0, sizeof(vm));
 	/* from 0 to near UINT64_MAX, small values as likely as large */
-	now = start >> (take(in, 1) % 64);
+	now = start >> (fuzz_take(in, 1) % 64);
 	vm.cfg.nr_vcpus = 1 + shape % MAX_VCPUS;
 	vm.cfg.nr_slots = nr_slots;
 	vm.cfg.timer_mode =
@@ -583,7 +568,7 @@ static void vm_build(struct input *in)
 	pthread_cond_init(&vm.console.more, NULL);
 	pthread_cond_init(&vm.console.drained, NULL);
 	vm.console.fd = -1;
-	vm.console.limit = take(in, 2);
+	vm.console.limit = fuzz_take(in, 2);
 	check(vm.ram && vm.cpus);
 
 	for (unsigned i = 0; i < vm.cfg.nr_vcpus; i++) {
@@ -633,7 +618,7 @@ static void vm_free(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct input in = { .p = data, .left = size };
+	struct fuzz_input in = { .p = data, .left = size };
 	struct counters before[MAX_VCPUS];
 
 	vm_build(&in);
@@ -646,7 +631,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			snapshot(&before[i], &vm.cpus[i]);
 			synced[i] = vm.cpus[i].pv.clock.last_sync_ns;
 		}
-		switch (take(&in, 1) % NR_OPS) {
+		switch (fuzz_take(&in, 1) % NR_OPS) {
 		case OP_HCALL:
 			op_hcall(&in, &a);
 			break;

@@ -125,21 +125,6 @@ enum op {
 	NR_OPS
 };
 
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-/* Reads run past the end as zeros: every input decodes to something. */
-static uint64_t take(struct input *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes && in->left; i++, in->left--)
-		v |= (uint64_t)*in->p++ << (8 * i);
-	return v;
-}
-
 /* ---- the model: the 82093AA as ioapic.h describes it ---- */
 
 struct model {
@@ -451,15 +436,15 @@ static void check_all(void)
 
 /* ---- operations ---- */
 
-static unsigned take_pin(struct input *in)
+static unsigned take_pin(struct fuzz_input *in)
 {
-	unsigned b = (unsigned)take(in, 1);
+	unsigned b = (unsigned)fuzz_take(in, 1);
 
 	if (b < 240)
 		return b % PINS;
 	if (b < 255)
 		return PINS + b - 240;
-	return (unsigned)take(in, 4);
+	return (unsigned)fuzz_take(in, 4);
 }
 
 static void reg_write(unsigned reg, uint32_t value)
@@ -468,11 +453,11 @@ static void reg_write(unsigned reg, uint32_t value)
 	write32(IOAPIC_WINDOW, value);
 }
 
-static void op_entry(struct input *in)
+static void op_entry(struct fuzz_input *in)
 {
-	unsigned pin = (unsigned)take(in, 1) % PINS;
-	unsigned flags = (unsigned)take(in, 1);
-	uint64_t e = take(in, 8);
+	unsigned pin = (unsigned)fuzz_take(in, 1) % PINS;
+	unsigned flags = (unsigned)fuzz_take(in, 1);
+	uint64_t e = fuzz_take(in, 8);
 	unsigned low = IOAPIC_REG_REDIR + 2 * pin;
 
 	if (!(flags & 2))
@@ -486,35 +471,35 @@ static void op_entry(struct input *in)
 	}
 }
 
-static void op_mmio(struct input *in)
+static void op_mmio(struct fuzz_input *in)
 {
 	static const uint64_t near[] = { IOAPIC_REGSEL, IOAPIC_WINDOW,
 					 IOAPIC_EOI, 0x20 };
-	unsigned flags = (unsigned)take(in, 1);
+	unsigned flags = (unsigned)fuzz_take(in, 1);
 	bool write = flags & 1;
 	unsigned len = 1 + (flags >> 1 & 7);
 	uint64_t offset;
 	uint8_t bytes[8];
 
 	if (flags >> 4 & 3) {
-		offset = take(in, 2) % PLATFORM_IOAPIC_SIZE;
+		offset = fuzz_take(in, 2) % PLATFORM_IOAPIC_SIZE;
 	} else {
 		/* up to 8 bytes either side of a register (or of 0x20) */
-		unsigned place = (unsigned)take(in, 1);
+		unsigned place = (unsigned)fuzz_take(in, 1);
 		int delta = (int)(place >> 2 & 0xf) - 8;
 
 		offset = (near[place & 3] + (uint64_t)(int64_t)delta) %
 			 PLATFORM_IOAPIC_SIZE;
 	}
 	for (unsigned i = 0; write && i < len; i++)
-		bytes[i] = (uint8_t)take(in, 1);
+		bytes[i] = (uint8_t)fuzz_take(in, 1);
 	access(offset, write, len, bytes);
 }
 
-static void op_eoi(struct input *in)
+static void op_eoi(struct fuzz_input *in)
 {
-	bool through_register = take(in, 1) & 1;
-	uint8_t vector = (uint8_t)take(in, 1);
+	bool through_register = fuzz_take(in, 1) & 1;
+	uint8_t vector = (uint8_t)fuzz_take(in, 1);
 
 	if (through_register)
 		write32(IOAPIC_EOI, vector);
@@ -523,11 +508,11 @@ static void op_eoi(struct input *in)
 }
 
 /* Every pin unmasked with the config's mode, vectors and destination. */
-static void program_all(struct input *in)
+static void program_all(struct fuzz_input *in)
 {
-	unsigned flags = (unsigned)take(in, 1);
-	unsigned first = (unsigned)take(in, 1), stride = flags >> 5;
-	uint64_t dest = take(in, 1), level = take(in, 3);
+	unsigned flags = (unsigned)fuzz_take(in, 1);
+	unsigned first = (unsigned)fuzz_take(in, 1), stride = flags >> 5;
+	uint64_t dest = fuzz_take(in, 1), level = fuzz_take(in, 3);
 
 	if (!(flags & 1))
 		return;
@@ -547,7 +532,7 @@ static void program_all(struct input *in)
 }
 
 /* Reset, as ioapic.h's ioapic_init says. */
-static void start(struct input *in)
+static void start(struct fuzz_input *in)
 {
 	memset(&m, 0, sizeof(m));
 	for (unsigned pin = 0; pin < PINS; pin++)
@@ -563,19 +548,19 @@ static void start(struct input *in)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct input in = { .p = data, .left = size };
+	struct fuzz_input in = { .p = data, .left = size };
 
 	start(&in);
 	for (unsigned n = 0; n < MAX_OPS && in.left; n++) {
 		unsigned reg, pin, flags;
 
-		switch (take(&in, 1) % NR_OPS) {
+		switch (fuzz_take(&in, 1) % NR_OPS) {
 		case OP_REGW:
-			reg = (unsigned)take(&in, 1);
-			reg_write(reg, (uint32_t)take(&in, 4));
+			reg = (unsigned)fuzz_take(&in, 1);
+			reg_write(reg, (uint32_t)fuzz_take(&in, 4));
 			break;
 		case OP_REGR:
-			write32(IOAPIC_REGSEL, (uint32_t)take(&in, 1));
+			write32(IOAPIC_REGSEL, (uint32_t)fuzz_take(&in, 1));
 			read32(IOAPIC_WINDOW);
 			break;
 		case OP_ENTRY:
@@ -585,7 +570,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			op_mmio(&in);
 			break;
 		case OP_LINE:
-			flags = (unsigned)take(&in, 1);
+			flags = (unsigned)fuzz_take(&in, 1);
 			set_irq(take_pin(&in), flags & 1);
 			break;
 		case OP_PULSE:
