@@ -15,16 +15,6 @@ static inline uint64_t clock_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* CLOCK_MONOTONIC_RAW in ns: no timer runs on it, but it is the rate at
- * which KVM catches up a guest TSC it held still (vmm/pvclock.h). */
-static inline uint64_t clock_raw_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	uint64_t r;

@@ -84,7 +84,7 @@ static int measure_offset(int vcpu_fd, int64_t *offset)
 }
 
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
-		 uint64_t tsc_zero_raw_ns)
+		 uint64_t tsc_zero_ns)
 {
 	int r;
 
@@ -94,7 +94,7 @@ int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
 	if (r < 0)
 		return r;
 	src->tsc_khz = tsc_khz;
-	src->tsc_zero_raw_ns = tsc_zero_raw_ns;
+	src->tsc_zero_ns = tsc_zero_ns;
 	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
 	src->ready = true;
 	return 0;
@@ -106,36 +106,53 @@ static uint64_t ticks_in(uint32_t tsc_khz, uint64_t ns)
 	return (uint64_t)((unsigned __int128)ns * tsc_khz / 1000000u);
 }
 
+/*
+ * Held, the TSC of a vCPU that has not run reads only how long KVM has had
+ * it loaded in the ioctl that reads it, so across a sleep it does not
+ * advance and may step back. A read can stall inside its ioctl on a busy
+ * host and look like progress, so one trial of three that did not advance
+ * decides; a TSC that runs advances by the sleep in every trial.
+ */
 bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz)
 {
-	const struct timespec ms = { .tv_nsec = 1000000 };
-	uint64_t before, after, t0, t1;
+	const struct timespec pause = { .tv_nsec = 2000000 };
 
-	if (read_guest_tsc(vcpu_fd, &before) < 0)
-		return false;
-	t0 = clock_now_ns();
-	nanosleep(&ms, NULL);
-	t1 = clock_now_ns();
-	if (read_guest_tsc(vcpu_fd, &after) < 0)
-		return false;
-	/* held, it moves only while KVM has it loaded, for microseconds,
-	 * and may step back to where the vCPU last ran */
-	return (int64_t)(after - before) <
-	       (int64_t)(ticks_in(tsc_khz, t1 - t0) / 2);
+	for (int trial = 0; trial < 3; trial++) {
+		uint64_t before, after, t0, t1;
+
+		if (read_guest_tsc(vcpu_fd, &before) < 0)
+			return false;
+		t0 = clock_now_ns();
+		nanosleep(&pause, NULL);
+		t1 = clock_now_ns();
+		if (read_guest_tsc(vcpu_fd, &after) < 0)
+			return false;
+		if ((int64_t)(after - before) <
+		    (int64_t)(ticks_in(tsc_khz, t1 - t0) / 2))
+			return true;
+	}
+	return false;
 }
 
-/* KVM's line for a held TSC (pvclock.h) at CLOCK_MONOTONIC_RAW `raw`. */
-static uint64_t kvm_line(const struct pvclock_src *src, uint64_t raw)
+/*
+ * KVM's line for a held TSC (pvclock.h) at host time `now`. KVM counts it
+ * at CLOCK_MONOTONIC_RAW's rate, lull at CLOCK_MONOTONIC's, the one clock
+ * every timer and the record's system time use, since a pair of readings
+ * of two clocks is only as close as the thread is never preempted between
+ * them. The two differ by what NTP slews the host's clock, if it does.
+ */
+static uint64_t kvm_line(const struct pvclock_src *src, uint64_t now)
 {
-	if (raw < src->tsc_zero_raw_ns)
+	if (now < src->tsc_zero_ns)
 		return 0;
-	return ticks_in(src->tsc_khz, raw - src->tsc_zero_raw_ns);
+	return ticks_in(src->tsc_khz, now - src->tsc_zero_ns);
 }
 
-/* The least TSC a held vCPU can read at its next entry. */
-static uint64_t held_tsc_floor(const struct pvclock_src *src, int vcpu_fd)
+/* The least TSC a held vCPU can read at its next entry, as of `now`. */
+static uint64_t held_tsc_floor(const struct pvclock_src *src, int vcpu_fd,
+			       uint64_t now)
 {
-	uint64_t line = kvm_line(src, clock_raw_ns()), held;
+	uint64_t line = kvm_line(src, now), held;
 
 	/* KVM scales ns to ticks with a 32-bit multiplier: stay below it */
 	line -= line >> 28;
@@ -155,7 +172,7 @@ uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 	if (!src->ready)
 		return 0;
 	if (src->tsc_held)
-		current = held_tsc_floor(src, vcpu_fd);
+		current = held_tsc_floor(src, vcpu_fd, now);
 	else
 		current = host_tsc + (uint64_t)src->tsc_offset;
 	if (tsc <= current)
@@ -169,18 +186,17 @@ uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 {
-	uint64_t t0, t1, now, raw;
+	uint64_t t0, t1, now;
 	uint32_t version = rec->version;
 
 	/* Host TSC read on both sides of the clock read: use the midpoint. */
 	t0 = __rdtsc();
 	now = clock_now_ns();
-	raw = clock_raw_ns();
 	t1 = __rdtsc();
 
 	rec->version = version | 1;
 	atomic_thread_fence(memory_order_release);
-	rec->tsc_timestamp = src->tsc_held ? kvm_line(src, raw) :
+	rec->tsc_timestamp = src->tsc_held ? kvm_line(src, now) :
 			     t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
 	rec->system_time = now;
 	rec->tsc_to_system_mul = src->mul;

@@ -15,7 +15,7 @@
  * the record goes out without LULL_PVCLOCK_TSC_STABLE, which tells the
  * guest that readings may step and to keep its own clock monotonic
  * (docs/abi.md). There are then two kinds of host, and lull tells them
- * apart by watching a new vCPU's TSC across a millisecond:
+ * apart by watching a new vCPU's TSC across a few milliseconds:
  *
  *  - The guest TSC still runs with the host's, at a fixed offset (the
  *    host kernel trusts its TSC; KVM only lacks its master clock): lull
@@ -23,8 +23,7 @@
  *  - The host kernel calls its TSC unstable: KVM holds the guest TSC still
  *    while the vCPU is out and, at each entry, catches it up to its line
  *    for the VM, "the TSC was 0 when the first vCPU was created and counts
- *    at tsc_khz since", at the rate of CLOCK_MONOTONIC_RAW (the other
- *    vCPUs are synchronized to it). At its next entry a vCPU therefore
+ *    at tsc_khz since" (the other vCPUs are synchronized to it). At its next entry a vCPU therefore
  *    reads at least the larger of the TSC it was held at and that line.
  *    The record follows the line, with the creation time taken just after
  *    KVM_CREATE_VCPU returned: a guest clock that errs, errs late. A TSC
@@ -47,7 +46,7 @@ struct pvclock_src {
 	bool tsc_held; /* KVM holds the TSC while out and catches it up */
 	int64_t tsc_offset; /* guest TSC - host TSC, unless held */
 	uint32_t tsc_khz;
-	uint64_t tsc_zero_raw_ns; /* clock_raw_ns() at TSC 0 on KVM's line */
+	uint64_t tsc_zero_ns; /* host ns at TSC 0 on KVM's line */
 	uint32_t mul;
 	int8_t shift;
 	uint64_t last_sync_ns;
@@ -59,11 +58,12 @@ void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift);
 /* Guest ns for a TSC delta, exactly as a guest computes it. */
 uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift);
 /* Measures the guest TSC offset of a vCPU (its fd) and sets the scale;
- * tsc_zero_raw_ns is when the VM's first vCPU was created. */
+ * tsc_zero_ns is when the VM's first vCPU was created. */
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
-		 uint64_t tsc_zero_raw_ns);
-/* Whether KVM holds the TSC of a vCPU that is out of KVM_RUN (above):
- * sleeps a millisecond; ask only where the TSC is not stable. */
+		 uint64_t tsc_zero_ns);
+/* Whether KVM holds the TSC of a vCPU that is out of KVM_RUN (above),
+ * asked of one that has not run yet: sleeps 2-6 ms, so ask only where
+ * the TSC is not stable. */
 bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz);
 /* Host CLOCK_MONOTONIC ns by which the vCPU, once it next enters, reads
  * at least `tsc` (at most LULL_HORIZON_NS ahead); 0 if it would now. A

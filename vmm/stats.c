@@ -177,13 +177,16 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 	fprintf(f,
 		",\n  \"timer_mode\": \"%s\",\n  \"missed_ticks\": \"%s\","
 		"\n  \"slop_ns\": %lu,\n  \"mem_bytes\": %lu,\n  \"nr_vcpus\": %u,\n"
-		"  \"tsc_stable\": %s,\n  \"mem_merge\": %s,\n",
+		"  \"tsc_stable\": %s,\n  \"tsc_held\": %s,\n"
+		"  \"mem_merge\": %s,\n",
 		vm->cfg.timer_mode == LULL_MODE_STRICT ? "strict" :
 							  "deferrable",
 		missed_names[vm->cfg.missed_ticks % 3], vm->cfg.slop_ns,
 		vm->ram_size, vm->cfg.nr_vcpus,
 		vm->nr_cpus_made && vm->cpus[0].pv.clock.tsc_stable ? "true" :
 								      "false",
+		vm->nr_cpus_made && vm->cpus[0].pv.clock.tsc_held ? "true" :
+								    "false",
 		vm->mem_merge ? "true" : "false");
 	fprintf(f,
 		"  \"wall_ns\": %lu,\n  \"host_cpu_ns\": %lu,\n"

@@ -348,6 +348,7 @@ Test(boot, stats_to_stdout_has_every_field)
 	cr_assert(stats_u64(json, "host_cpu_ns", &cpu) && cpu > 0,
 		  "host_cpu_ns:\n%s", json);
 	cr_assert(stats_has(json, "tsc_stable"), "tsc_stable:\n%s", json);
+	cr_assert(stats_has(json, "tsc_held"), "tsc_held:\n%s", json);
 	/* no --mem: a PVH ELF's default, 16M (--help) */
 	cr_assert(stats_u64(json, "mem_bytes", &v) && v == 16u << 20,
 		  "mem_bytes:\n%s", json);
