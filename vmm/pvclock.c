@@ -136,10 +136,10 @@ bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz)
 
 /*
  * KVM's line for a held TSC (pvclock.h) at host time `now`. KVM counts it
- * at CLOCK_MONOTONIC_RAW's rate, lull at CLOCK_MONOTONIC's, the one clock
- * every timer and the record's system time use, since a pair of readings
- * of two clocks is only as close as the thread is never preempted between
- * them. The two differ by what NTP slews the host's clock, if it does.
+ * at CLOCK_MONOTONIC_RAW's rate; lull counts it on CLOCK_MONOTONIC, the
+ * clock of every timer and of the record, from the same reading, because
+ * two clocks read in turn are only as close as the thread is not
+ * preempted between them. The rates differ only where NTP slews the host.
  */
 static uint64_t kvm_line(const struct pvclock_src *src, uint64_t now)
 {
@@ -164,6 +164,7 @@ static uint64_t held_tsc_floor(const struct pvclock_src *src, int vcpu_fd,
 uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 			   uint64_t tsc)
 {
+	/* the host TSC before the clock: the guest's at `now` is no less */
 	uint64_t host_tsc = __rdtsc(), now = clock_now_ns();
 	/* keeps delta << shift in 64 bits; still years at any TSC rate */
 	uint64_t cap = 1ull << (src->shift > 0 ? 62 - src->shift : 62);

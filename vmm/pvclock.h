@@ -23,8 +23,9 @@
  *  - The host kernel calls its TSC unstable: KVM holds the guest TSC still
  *    while the vCPU is out and, at each entry, catches it up to its line
  *    for the VM, "the TSC was 0 when the first vCPU was created and counts
- *    at tsc_khz since" (the other vCPUs are synchronized to it). At its next entry a vCPU therefore
- *    reads at least the larger of the TSC it was held at and that line.
+ *    at tsc_khz since" (the other vCPUs are synchronized to it). At its
+ *    next entry a vCPU therefore reads at least the larger of the TSC it
+ *    was held at and that line.
  *    The record follows the line, with the creation time taken just after
  *    KVM_CREATE_VCPU returned: a guest clock that errs, errs late. A TSC
  *    deadline is due once that larger value reaches it, which no host
