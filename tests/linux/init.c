@@ -12,7 +12,8 @@
  *                        "lull-init: start ...", checks that
  *                        CLOCK_MONOTONIC advances by 1 s over a 1 s
  *                        nanosleep, never less and at most
- *                        lull_clock_slack_ms (default 250) more; starts
+ *                        lull_clock_slack_ms (default 250) more (a
+ *                        late sleep is tried again, 3 tries); starts
  *                        one thread per CPU, pinned, each checking that
  *                        it runs there; checks that the CPUs online and
  *                        the CPUs init may run on both number
@@ -57,6 +58,14 @@
  * that is lost and found by a later tick.
  */
 #define DEFAULT_CLOCK_SLACK_MS 250
+/*
+ * A host that stops running the whole guest for a moment makes one sleep
+ * late by that moment (the kernel's clocksource watchdog, late as much,
+ * then reports a "long readout interval"), so a late sleep is tried
+ * again: a clock at a wrong rate or a lost timer is late every time. An
+ * early end fails at once: no host can make a sleep early.
+ */
+#define CLOCK_TRIES 3
 /* Each pinned thread asks where it runs this many times. */
 #define PINNED_CHECKS 1000
 
@@ -174,27 +183,41 @@ static void read_uptime(char *out, size_t len)
 	out[strcspn(out, " \n")] = '\0';
 }
 
-/* CLOCK_MONOTONIC over a 1 s nanosleep: [1 s, 1 s + slack]. */
-static void check_clock(long slack_ms)
+/* CLOCK_MONOTONIC over a 1 s nanosleep, ended in [1 s, 1 s + slack]. */
+static int64_t sleep_one_second(void)
 {
 	struct timespec left = { 1, 0 };
-	int64_t start = monotonic_ns(), elapsed;
+	int64_t start = monotonic_ns();
 
 	while (nanosleep(&left, &left))
 		if (errno != EINTR) {
 			fail("nanosleep: %s", strerror(errno));
+			return -1;
+		}
+	return monotonic_ns() - start;
+}
+
+static void check_clock(long slack_ms)
+{
+	int64_t limit = NS_PER_S + slack_ms * NS_PER_MS, elapsed = 0;
+
+	for (int try = 1; try <= CLOCK_TRIES; try++) {
+		elapsed = sleep_one_second();
+		if (elapsed < 0)
+			return;
+		say("clock: a 1 s nanosleep took %lld ns by CLOCK_MONOTONIC (allowed %lld..%lld, try %d of %d)",
+		    (long long)elapsed, (long long)NS_PER_S, (long long)limit,
+		    try, CLOCK_TRIES);
+		if (elapsed < NS_PER_S) {
+			fail("clock: a 1 s nanosleep ended after only %lld ns",
+			     (long long)elapsed);
 			return;
 		}
-	elapsed = monotonic_ns() - start;
-	say("clock: a 1 s nanosleep took %lld ns by CLOCK_MONOTONIC (allowed %lld..%lld)",
-	    (long long)elapsed, (long long)NS_PER_S,
-	    (long long)(NS_PER_S + slack_ms * NS_PER_MS));
-	if (elapsed < NS_PER_S)
-		fail("clock: a 1 s nanosleep ended after only %lld ns",
-		     (long long)elapsed);
-	else if (elapsed > NS_PER_S + slack_ms * NS_PER_MS)
-		fail("clock: a 1 s nanosleep took %lld ns, over 1 s + %ld ms",
-		     (long long)elapsed, slack_ms);
+		if (elapsed <= limit)
+			return;
+	}
+	fail("clock: %d nanosleeps of 1 s each took over 1 s + %ld ms, the last %lld ns",
+	     CLOCK_TRIES, slack_ms, (long long)elapsed);
 }
 
 struct pinned {
