@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Host time: CLOCK_MONOTONIC in ns, the time base of every timer in lull,
- * and the saturating sum every deadline computation uses. */
+ * CLOCK_MONOTONIC_RAW (the clock KVM counts a held guest TSC on, see
+ * vmm/pvclock.h), and the saturating sum every deadline computation uses. */
 #ifndef LULL_CLOCK_H
 #define LULL_CLOCK_H
 
@@ -12,6 +13,14 @@ static inline uint64_t clock_now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t clock_raw_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 

@@ -63,7 +63,7 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	v->fd = ioctl(vm_fd, KVM_CREATE_VCPU, (unsigned long)index);
 	if (v->fd < 0)
 		return -errno;
-	v->created_ns = clock_now_ns();
+	v->created_raw_ns = clock_raw_ns();
 	r = ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (r < 0)
 		return -errno;

@@ -103,7 +103,8 @@ enum vcpu_state { VCPU_IN_VMM, VCPU_IN_GUEST, VCPU_IDLE };
 struct vcpu {
 	unsigned index;
 	int fd; /* -1 for a vCPU without KVM (unit tests) */
-	uint64_t created_ns; /* just after KVM_CREATE_VCPU returned */
+	uint64_t created_raw_ns; /* CLOCK_MONOTONIC_RAW, just after
+				  * KVM_CREATE_VCPU returned */
 	struct kvm_run *run;
 	size_t run_size;
 	bool sync_regs; /* KVM_CAP_SYNC_REGS: regs travel in kvm_run */

@@ -84,7 +84,7 @@ static int measure_offset(int vcpu_fd, int64_t *offset)
 }
 
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
-		 uint64_t tsc_zero_ns)
+		 uint64_t tsc_zero_raw_ns)
 {
 	int r;
 
@@ -94,7 +94,7 @@ int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
 	if (r < 0)
 		return r;
 	src->tsc_khz = tsc_khz;
-	src->tsc_zero_ns = tsc_zero_ns;
+	src->tsc_zero_raw_ns = tsc_zero_raw_ns;
 	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
 	src->ready = true;
 	return 0;
@@ -135,22 +135,45 @@ bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz)
 }
 
 /*
- * KVM's line for a held TSC (pvclock.h) at host time `now`. KVM counts it
- * at CLOCK_MONOTONIC_RAW's rate; lull counts it on CLOCK_MONOTONIC, the
- * clock of every timer and of the record, from the same reading, because
- * two clocks read in turn are only as close as the thread is not
- * preempted between them. The rates differ only where NTP slews the host.
+ * Two reads of CLOCK_MONOTONIC this far apart or closer bracket a read of
+ * CLOCK_MONOTONIC_RAW well enough; wider, the thread was likely preempted
+ * between them and the three are read again.
  */
-static uint64_t kvm_line(const struct pvclock_src *src, uint64_t now)
+#define CLOCK_BRACKET_NS 20000u
+#define CLOCK_BRACKET_TRIES 4
+
+/*
+ * KVM's line for a held TSC (pvclock.h) at host CLOCK_MONOTONIC time
+ * *now, which this reads. KVM counts the line on CLOCK_MONOTONIC_RAW,
+ * which parts from CLOCK_MONOTONIC where NTP slews the host's clock, so
+ * RAW is read too, between two reads of MONOTONIC, and RAW at the first
+ * of them is taken to be what RAW read less the time between the two
+ * (times 9/8, for a slew of up to the 10% NTP allows): never more than it
+ * was, so the line errs below KVM's.
+ */
+static uint64_t kvm_line(const struct pvclock_src *src, uint64_t *now)
 {
-	if (now < src->tsc_zero_ns)
+	uint64_t before, raw, after, gap;
+
+	for (int try = 1;; try++) {
+		before = clock_now_ns();
+		raw = clock_raw_ns();
+		after = clock_now_ns();
+		if (after - before <= CLOCK_BRACKET_NS ||
+		    try == CLOCK_BRACKET_TRIES)
+			break;
+	}
+	*now = before;
+	gap = (after - before) + ((after - before) >> 3);
+	if (raw < sat_add(src->tsc_zero_raw_ns, gap))
 		return 0;
-	return ticks_in(src->tsc_khz, now - src->tsc_zero_ns);
+	return ticks_in(src->tsc_khz, raw - gap - src->tsc_zero_raw_ns);
 }
 
-/* The least TSC a held vCPU can read at its next entry, as of `now`. */
+/* The least TSC a held vCPU can read at its next entry, as of *now (read
+ * here). */
 static uint64_t held_tsc_floor(const struct pvclock_src *src, int vcpu_fd,
-			       uint64_t now)
+			       uint64_t *now)
 {
 	uint64_t line = kvm_line(src, now), held;
 
@@ -164,18 +187,20 @@ static uint64_t held_tsc_floor(const struct pvclock_src *src, int vcpu_fd,
 uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 			   uint64_t tsc)
 {
-	/* the host TSC before the clock: the guest's at `now` is no less */
-	uint64_t host_tsc = __rdtsc(), now = clock_now_ns();
 	/* keeps delta << shift in 64 bits; still years at any TSC rate */
 	uint64_t cap = 1ull << (src->shift > 0 ? 62 - src->shift : 62);
-	uint64_t current, delta;
+	uint64_t current, delta, now;
 
 	if (!src->ready)
 		return 0;
-	if (src->tsc_held)
-		current = held_tsc_floor(src, vcpu_fd, now);
-	else
-		current = host_tsc + (uint64_t)src->tsc_offset;
+	if (src->tsc_held) {
+		current = held_tsc_floor(src, vcpu_fd, &now);
+	} else {
+		/* the host TSC before the clock: the guest's at `now` is
+		 * no less */
+		current = __rdtsc() + (uint64_t)src->tsc_offset;
+		now = clock_now_ns();
+	}
 	if (tsc <= current)
 		return 0;
 	delta = tsc - current < cap ? tsc - current : cap;
@@ -187,18 +212,24 @@ uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 {
-	uint64_t t0, t1, now;
+	uint64_t tsc, now;
 	uint32_t version = rec->version;
 
-	/* Host TSC read on both sides of the clock read: use the midpoint. */
-	t0 = __rdtsc();
-	now = clock_now_ns();
-	t1 = __rdtsc();
+	if (src->tsc_held) {
+		tsc = kvm_line(src, &now);
+	} else {
+		/* Host TSC read on both sides of the clock read: use the
+		 * midpoint. */
+		uint64_t t0 = __rdtsc(), t1;
+
+		now = clock_now_ns();
+		t1 = __rdtsc();
+		tsc = t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
+	}
 
 	rec->version = version | 1;
 	atomic_thread_fence(memory_order_release);
-	rec->tsc_timestamp = src->tsc_held ? kvm_line(src, now) :
-			     t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
+	rec->tsc_timestamp = tsc;
 	rec->system_time = now;
 	rec->tsc_to_system_mul = src->mul;
 	rec->tsc_shift = src->shift;

@@ -23,14 +23,16 @@
  *  - The host kernel calls its TSC unstable: KVM holds the guest TSC still
  *    while the vCPU is out and, at each entry, catches it up to its line
  *    for the VM, "the TSC was 0 when the first vCPU was created and counts
- *    at tsc_khz since" (the other vCPUs are synchronized to it). At its
- *    next entry a vCPU therefore reads at least the larger of the TSC it
- *    was held at and that line.
- *    The record follows the line, with the creation time taken just after
- *    KVM_CREATE_VCPU returned: a guest clock that errs, errs late. A TSC
- *    deadline is due once that larger value reaches it, which no host
- *    clock can say in advance: its timer is armed by the line and checked
- *    again when it runs (pvclock_tsc_to_ns), so it never fires early.
+ *    at tsc_khz since", on CLOCK_MONOTONIC_RAW (the other vCPUs are
+ *    synchronized to it). At its next entry a vCPU therefore reads at
+ *    least the larger of the TSC it was held at and that line.
+ *    lull counts the line on CLOCK_MONOTONIC_RAW too, from just after
+ *    KVM_CREATE_VCPU returned, so that it stays KVM's where NTP slews the
+ *    host's CLOCK_MONOTONIC, and it errs below KVM's line, never above:
+ *    the record follows it (a guest clock that errs, errs ahead), and a
+ *    TSC deadline, due once that larger value reaches it, which no host
+ *    clock can say in advance, is armed by it and checked again when its
+ *    timer runs (pvclock_tsc_to_ns), so it never fires early.
  */
 #ifndef LULL_PVCLOCK_H
 #define LULL_PVCLOCK_H
@@ -47,7 +49,7 @@ struct pvclock_src {
 	bool tsc_held; /* KVM holds the TSC while out and catches it up */
 	int64_t tsc_offset; /* guest TSC - host TSC, unless held */
 	uint32_t tsc_khz;
-	uint64_t tsc_zero_ns; /* host ns at TSC 0 on KVM's line */
+	uint64_t tsc_zero_raw_ns; /* CLOCK_MONOTONIC_RAW at TSC 0, KVM's line */
 	uint32_t mul;
 	int8_t shift;
 	uint64_t last_sync_ns;
@@ -59,18 +61,19 @@ void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift);
 /* Guest ns for a TSC delta, exactly as a guest computes it. */
 uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift);
 /* Measures the guest TSC offset of a vCPU (its fd) and sets the scale;
- * tsc_zero_ns is when the VM's first vCPU was created. */
+ * tsc_zero_raw_ns is when the VM's first vCPU was created, read on
+ * CLOCK_MONOTONIC_RAW. */
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
-		 uint64_t tsc_zero_ns);
+		 uint64_t tsc_zero_raw_ns);
 /* Whether KVM holds the TSC of a vCPU that is out of KVM_RUN (above),
  * asked of one that has not run yet: sleeps 2-6 ms, so ask only where
  * the TSC is not stable. */
 bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz);
 /* Host CLOCK_MONOTONIC ns by which the vCPU, once it next enters, reads
  * at least `tsc` (at most LULL_HORIZON_NS ahead); 0 if it would now. A
- * held TSC is read through vcpu_fd (< 0: KVM's line alone), and the host
- * clock only approximates KVM's line: where the TSC is held, ask again
- * when that time comes. */
+ * held TSC is read through vcpu_fd (< 0: KVM's line alone), and lull
+ * only approximates KVM's line, from below: where the TSC is held, ask
+ * again when that time comes. */
 uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 			   uint64_t tsc);
 /* Writes a fresh record (version odd while writing, then even). */

@@ -346,7 +346,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			bool all_vcpus_enter)
 {
 	struct kvm_cpuid2 *cpuid;
-	uint64_t tsc_zero_ns = 0;
+	uint64_t tsc_zero_raw_ns = 0;
 	bool tsc_stable, tsc_held;
 	int r;
 
@@ -373,7 +373,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			break;
 		}
 		if (i == 0) /* KVM set its TSC to 0 as it made it: pvclock.h */
-			tsc_zero_ns = v->created_ns;
+			tsc_zero_raw_ns = v->created_raw_ns;
 		pvtimer_init(&cpu->pv, v, vm->cfg.nr_slots,
 			     vm->cfg.timer_mode == LULL_MODE_STRICT,
 			     vm->cfg.missed_ticks);
@@ -394,7 +394,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			vm->tsc_khz = khz > 0 ? (uint32_t)khz : 0;
 		}
 		r = pvclock_init(&cpu->pv.clock, v->fd, vm->tsc_khz,
-				 tsc_zero_ns);
+				 tsc_zero_raw_ns);
 		if (r < 0) {
 			vm_err(vm,
 			       "cannot read vCPU %u's TSC for its pvclock: %s",
