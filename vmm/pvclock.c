@@ -96,6 +96,9 @@ int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
 	src->tsc_khz = tsc_khz;
 	src->tsc_zero_raw_ns = tsc_zero_raw_ns;
 	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
+	src->rate_mul = src->mul;
+	src->rate_measured = false;
+	src->anchored = false;
 	src->ready = true;
 	return 0;
 }
@@ -210,31 +213,133 @@ uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 	return sat_add(now, delta > LULL_HORIZON_NS ? LULL_HORIZON_NS : delta);
 }
 
-void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
+/* The guest TSC the vCPU reads at its next entry, at least, and the host
+ * time *now that goes with it. */
+static uint64_t read_anchor(const struct pvclock_src *src, uint64_t *now)
 {
-	uint64_t tsc, now;
+	uint64_t t0, t1;
+
+	if (src->tsc_held)
+		return kvm_line(src, now);
+	/* host TSC read on both sides of the clock read: the midpoint */
+	t0 = __rdtsc();
+	*now = clock_now_ns();
+	t1 = __rdtsc();
+	return t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
+}
+
+/* What the record as last written reads at guest TSC `tsc`. */
+static uint64_t record_ns(const struct pvclock_src *src, uint64_t tsc)
+{
+	if (tsc <= src->rec_tsc)
+		return src->rec_ns;
+	return src->rec_ns +
+	       pvclock_delta_ns(tsc - src->rec_tsc, src->rec_mul, src->shift);
+}
+
+/*
+ * CLOCK_MONOTONIC's rate against the guest TSC since the last
+ * measurement, as a multiplier at the nominal shift; the last one where
+ * the interval is under half the first resync's (too short), and the
+ * nominal one where the rate is off by more than an eighth (NTP makes at
+ * most a tenth): a TSC that jumped, not a clock that was slewed.
+ */
+static uint32_t measure_rate(struct pvclock_src *src, uint64_t tsc,
+			     uint64_t now)
+{
+	uint64_t ticks = tsc - src->rate_tsc, ns = now - src->rate_ns;
+	unsigned __int128 mul;
+
+	if (tsc <= src->rate_tsc || now < src->rate_ns ||
+	    ns < PVCLOCK_FIRST_RESYNC_NS / 2)
+		return src->rate_mul;
+	ticks = src->shift >= 0 ? ticks << src->shift : ticks >> -src->shift;
+	mul = ((unsigned __int128)ns << 32) / (ticks ? ticks : 1);
+	src->rate_tsc = tsc;
+	src->rate_ns = now;
+	src->rate_measured = true;
+	if (mul < src->mul - src->mul / 8 || mul > src->mul + src->mul / 8 ||
+	    mul >= (1ull << 32))
+		src->rate_mul = src->mul;
+	else
+		src->rate_mul = (uint32_t)mul;
+	return src->rate_mul;
+}
+
+static void publish(struct pvclock_src *src, struct lull_pvclock *rec,
+		    uint64_t tsc, uint64_t ns, uint32_t mul)
+{
 	uint32_t version = rec->version;
-
-	if (src->tsc_held) {
-		tsc = kvm_line(src, &now);
-	} else {
-		/* Host TSC read on both sides of the clock read: use the
-		 * midpoint. */
-		uint64_t t0 = __rdtsc(), t1;
-
-		now = clock_now_ns();
-		t1 = __rdtsc();
-		tsc = t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
-	}
 
 	rec->version = version | 1;
 	atomic_thread_fence(memory_order_release);
 	rec->tsc_timestamp = tsc;
-	rec->system_time = now;
-	rec->tsc_to_system_mul = src->mul;
+	rec->system_time = ns;
+	rec->tsc_to_system_mul = mul;
 	rec->tsc_shift = src->shift;
 	rec->flags = src->tsc_stable ? LULL_PVCLOCK_TSC_STABLE : 0;
 	atomic_thread_fence(memory_order_release);
 	rec->version = (version | 1) + 1;
+	src->rec_tsc = tsc;
+	src->rec_ns = ns;
+	src->rec_mul = mul;
+	src->anchored = true;
+}
+
+bool pvclock_resync_due(const struct pvclock_src *src, uint64_t now)
+{
+	uint64_t every = src->rate_measured ? PVCLOCK_RESYNC_NS :
+					      PVCLOCK_FIRST_RESYNC_NS;
+
+	return src->ready && now - src->last_sync_ns >= every;
+}
+
+/* A lead of the guest's clock is shed at most this fast (1/64). */
+#define PVCLOCK_MAX_SLOWDOWN_SHIFT 6
+
+void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
+{
+	uint64_t now, tsc = read_anchor(src, &now), ns = now;
+	uint32_t mul;
+
+	if (!src->anchored) {
+		src->rate_tsc = tsc;
+		src->rate_ns = now;
+		mul = src->rate_mul;
+	} else {
+		uint64_t cont = record_ns(src, tsc);
+
+		/*
+		 * A part in 2^20 fast, so that the guest's clock leads by a
+		 * few us against the slowdown below rather than lag by as
+		 * many ns and be stepped at every timer.
+		 */
+		mul = measure_rate(src, tsc, now);
+		if (mul <= UINT32_MAX - (mul >> 20))
+			mul += mul >> 20;
+		if (cont > now) {
+			/* never back: run slower until the host catches up */
+			uint64_t lead = cont - now, most = PVCLOCK_RESYNC_NS >>
+						  PVCLOCK_MAX_SLOWDOWN_SHIFT;
+
+			ns = cont;
+			mul -= (uint32_t)((uint64_t)mul * (lead < most ? lead : most) /
+					  PVCLOCK_RESYNC_NS);
+		}
+	}
+	publish(src, rec, tsc, ns, mul);
 	src->last_sync_ns = now;
+}
+
+void pvclock_catch_up(struct pvclock_src *src, struct lull_pvclock *rec)
+{
+	uint64_t now, tsc;
+
+	if (!src->anchored)
+		return;
+	tsc = read_anchor(src, &now);
+	if (record_ns(src, tsc) >= now)
+		return;
+	publish(src, rec, tsc, now, src->rec_mul);
+	src->steps++;
 }

@@ -5,10 +5,18 @@
  * CLOCK_MONOTONIC nanoseconds, so guest deadlines and host timers share
  * one time base and need no conversion.
  *
- * The scale comes from KVM_GET_TSC_KHZ; the anchor (a guest TSC value and
- * the host time it corresponds to) is re-taken every PVCLOCK_RESYNC_NS while
- * the vCPU is in the VMM anyway, which bounds the drift a kHz-rounded
- * frequency would otherwise accumulate.
+ * The guest's TSC runs at its nominal rate (KVM_GET_TSC_KHZ, what the
+ * host kernel calibrated) and CLOCK_MONOTONIC does not: NTP corrects it,
+ * by tens of ppm on most hosts and by up to a tenth while it slews. So
+ * each record runs at the rate CLOCK_MONOTONIC ran against the TSC over
+ * the last resync interval, re-measured every PVCLOCK_RESYNC_NS (the first
+ * time after PVCLOCK_FIRST_RESYNC_NS) while the vCPU is in the VMM anyway,
+ * and it continues the record before it: the
+ * guest's clock never steps back. Where it leads the host's clock, the
+ * next record runs slower by the lead until it is gone; where it lags, it
+ * is stepped forward to the host's clock before any timer of the vCPU's
+ * is delivered (pvclock_catch_up), so that no timer is early by the
+ * guest's clock.
  *
  * Where KVM does not call the host's TSC stable (KVM_GET_CLOCK without
  * KVM_CLOCK_TSC_STABLE: unsynchronized host CPUs, often a nested host),
@@ -43,6 +51,8 @@
 #include "lull_abi.h"
 
 #define PVCLOCK_RESYNC_NS 1000000000ull
+/* The first record is re-anchored sooner, to have the rate soon. */
+#define PVCLOCK_FIRST_RESYNC_NS 100000000ull
 
 struct pvclock_src {
 	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE, and the guest is told so */
@@ -50,10 +60,19 @@ struct pvclock_src {
 	int64_t tsc_offset; /* guest TSC - host TSC, unless held */
 	uint32_t tsc_khz;
 	uint64_t tsc_zero_raw_ns; /* CLOCK_MONOTONIC_RAW at TSC 0, KVM's line */
-	uint32_t mul;
+	uint32_t mul; /* the nominal scale, tsc_khz's */
 	int8_t shift;
 	uint64_t last_sync_ns;
 	bool ready;
+	/* the record as last written (the guest's copy is the guest's) */
+	bool anchored;
+	uint64_t rec_tsc, rec_ns;
+	uint32_t rec_mul;
+	/* CLOCK_MONOTONIC's rate against the TSC, and where it was measured */
+	uint32_t rate_mul;
+	uint64_t rate_tsc, rate_ns;
+	bool rate_measured;
+	uint64_t steps; /* records stepped forward by pvclock_catch_up */
 };
 
 /* mul/shift such that ns = ((tsc << shift) * mul) >> 32 (shift < 0: >>). */
@@ -76,7 +95,13 @@ bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz);
  * again when that time comes. */
 uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 			   uint64_t tsc);
-/* Writes a fresh record (version odd while writing, then even). */
+/* Writes a fresh record (version odd while writing, then even) that
+ * continues the last one at the rate CLOCK_MONOTONIC ran since. */
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec);
+/* Whether the record is due to be written again at host time now. */
+bool pvclock_resync_due(const struct pvclock_src *src, uint64_t now);
+/* Where the record reads behind the host's clock now, writes one that
+ * starts at the host's clock; else writes nothing. */
+void pvclock_catch_up(struct pvclock_src *src, struct lull_pvclock *rec);
 
 #endif

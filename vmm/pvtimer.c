@@ -141,7 +141,11 @@ void pvtimer_set_shared(struct pvtimer *pv, struct lull_shared_page *page)
 
 void pvtimer_resync(struct pvtimer *pv, uint64_t now)
 {
-	if (pv->shared && pv->clock.ready &&
-	    now - pv->clock.last_sync_ns >= PVCLOCK_RESYNC_NS)
+	if (!pv->shared)
+		return;
+	if (pvclock_resync_due(&pv->clock, now))
 		pvclock_write(&pv->clock, &pv->shared->clock);
+	else if (wheel_next_expiry(&pv->vcpu->wheel) <= now)
+		/* no timer is early by the guest's clock: pvclock.h */
+		pvclock_catch_up(&pv->clock, &pv->shared->clock);
 }

@@ -62,7 +62,9 @@ int pvtimer_stop(struct pvtimer *pv, unsigned slot);
 /* Sets (or with 0 unsets) the upcall vector; validated by the caller. */
 void pvtimer_set_upcall_vector(struct pvtimer *pv, uint8_t vector);
 void pvtimer_set_shared(struct pvtimer *pv, struct lull_shared_page *page);
-/* Refreshes the guest's pvclock record when it is due. */
+/* Refreshes the guest's pvclock record when it is due, or when a timer
+ * of the vCPU's (PV or APIC) is due at `now` and the record lags. Called
+ * on every return to the VMM, before the wheel runs. */
 void pvtimer_resync(struct pvtimer *pv, uint64_t now);
 
 #endif

@@ -2,9 +2,12 @@
 /*
  * The pvclock scale a guest is given: for any TSC rate, mul/shift turn one
  * second of ticks into one second of ns, and deltas scale as a guest
- * computes them; and the APIC's TSC-deadline conversion back to host time.
+ * computes them; the APIC's TSC-deadline conversion back to host time; and
+ * records that follow the host clock's rate, forward only.
  */
 #include <criterion/criterion.h>
+#include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "pvclock.h"
@@ -88,4 +91,117 @@ Test(pvclock, offset_tsc_deadline_counts_from_the_host_tsc)
 	/* however fast the host's TSC runs, a second of ticks is not yet */
 	cr_assert(t > before + 900000000ull && t <= clock_now_ns() + 1000010000ull,
 		  "a second ahead: %ld ns", (long)(t - before));
+}
+
+/* The host TSC's rate, measured against CLOCK_MONOTONIC over 50 ms. */
+static uint64_t host_tsc_hz(void)
+{
+	const struct timespec pause = { .tv_nsec = 50000000 };
+	uint64_t t0 = __builtin_ia32_rdtsc(), n0 = clock_now_ns();
+
+	nanosleep(&pause, NULL);
+	return (uint64_t)((unsigned __int128)(__builtin_ia32_rdtsc() - t0) *
+			  1000000000ull / (clock_now_ns() - n0));
+}
+
+/* A vCPU whose TSC is the host's (offset 0), said to run at hz. */
+static void offset_src(struct pvclock_src *src, uint64_t hz)
+{
+	memset(src, 0, sizeof(*src));
+	src->tsc_khz = (uint32_t)(hz / 1000);
+	pvclock_scale(hz, &src->mul, &src->shift);
+	src->rate_mul = src->mul;
+	src->ready = true;
+}
+
+/* What a guest reads from rec at its TSC now. */
+static uint64_t guest_reads(const struct lull_pvclock *rec)
+{
+	return rec->system_time +
+	       pvclock_delta_ns(__builtin_ia32_rdtsc() - rec->tsc_timestamp,
+				rec->tsc_to_system_mul, rec->tsc_shift);
+}
+
+static void sleep_ms(long ms)
+{
+	const struct timespec t = { ms / 1000, ms % 1000 * 1000000 };
+
+	nanosleep(&t, NULL);
+}
+
+/* A record told the TSC runs a ninth faster than it does counts its ns
+ * slow and falls behind the host's clock: catch-up moves it forward to
+ * the clock. */
+Test(pvclock, a_record_that_lags_is_stepped_forward_to_the_host_clock)
+{
+	struct pvclock_src src;
+	struct lull_pvclock rec = { 0 };
+	uint64_t before;
+
+	offset_src(&src, host_tsc_hz() * 10 / 9); /* its ns come slow */
+	pvclock_write(&src, &rec);
+	sleep_ms(20);
+	before = guest_reads(&rec);
+	cr_assert_lt(before, clock_now_ns(), "the record should lag by now");
+	pvclock_catch_up(&src, &rec);
+	cr_assert_eq(src.steps, 1);
+	cr_assert_eq(rec.version % 2, 0, "a finished record");
+	cr_assert_geq(guest_reads(&rec), before, "stepped back");
+	cr_assert_geq(guest_reads(&rec) + 1000, clock_now_ns(),
+		      "still behind the host's clock by %ld ns",
+		      (long)(clock_now_ns() - guest_reads(&rec)));
+}
+
+Test(pvclock, a_record_that_leads_is_left_alone_by_catch_up)
+{
+	struct pvclock_src src;
+	struct lull_pvclock rec = { 0 };
+	uint32_t version;
+
+	offset_src(&src, host_tsc_hz() * 9 / 10); /* its ns come fast */
+	pvclock_write(&src, &rec);
+	version = rec.version;
+	sleep_ms(20);
+	pvclock_catch_up(&src, &rec);
+	cr_assert_eq(rec.version, version, "a leading record was rewritten");
+	cr_assert_eq(src.steps, 0);
+}
+
+/*
+ * Told the TSC runs 5% faster than it does, as if NTP made the host's
+ * clock 5% faster: the next resync measures the host clock's rate, and
+ * the new record continues the old one (no step back) and runs at it.
+ */
+Test(pvclock, resync_follows_the_host_clock_rate_and_never_steps_back)
+{
+	uint64_t hz = host_tsc_hz();
+	struct pvclock_src src;
+	struct lull_pvclock rec = { 0 }, old;
+	uint64_t start, host;
+	int64_t ppm, ran;
+
+	offset_src(&src, hz + hz / 20);
+	pvclock_write(&src, &rec);
+	sleep_ms(600);
+	old = rec;
+	pvclock_write(&src, &rec);
+	ppm = ((int64_t)src.rate_mul - src.mul) * 1000000 / src.mul;
+	cr_assert(ppm > 45000 && ppm < 55000,
+		  "the host clock ran %ld ppm against the nominal rate, not ~+50000",
+		  (long)ppm);
+	cr_assert_geq(rec.system_time,
+		      old.system_time +
+			      pvclock_delta_ns(rec.tsc_timestamp - old.tsc_timestamp,
+					       old.tsc_to_system_mul,
+					       old.tsc_shift),
+		      "the new record starts before the old one's reading");
+	start = guest_reads(&rec);
+	host = clock_now_ns();
+	sleep_ms(100);
+	/* at the host clock's rate: within 100 us over 0.1 s (not 5 ms) */
+	ran = (int64_t)(guest_reads(&rec) - start);
+	ran -= (int64_t)(clock_now_ns() - host);
+	cr_assert(ran > -100000 && ran < 100000,
+		  "over 0.1 s the record ran %ld ns more than the host's clock",
+		  (long)ran);
 }
