@@ -129,6 +129,16 @@ static void sleep_ms(long ms)
 	nanosleep(&t, NULL);
 }
 
+/* The first record of a vCPU said to run at hz, 20 ms old. */
+static void written_20ms_ago(struct pvclock_src *src, struct lull_pvclock *rec,
+			     uint64_t hz)
+{
+	offset_src(src, hz);
+	pvclock_write(src, rec);
+	cr_assert_eq(rec->version, 2, "the first record is the second version");
+	sleep_ms(20);
+}
+
 /* A record told the TSC runs a ninth faster than it does counts its ns
  * slow and falls behind the host's clock: catch-up moves it forward to
  * the clock. */
@@ -138,9 +148,7 @@ Test(pvclock, a_record_that_lags_is_stepped_forward_to_the_host_clock)
 	struct lull_pvclock rec = { 0 };
 	uint64_t before;
 
-	offset_src(&src, host_tsc_hz() * 10 / 9); /* its ns come slow */
-	pvclock_write(&src, &rec);
-	sleep_ms(20);
+	written_20ms_ago(&src, &rec, host_tsc_hz() * 10 / 9); /* ns come slow */
 	before = guest_reads(&rec);
 	cr_assert_lt(before, clock_now_ns(), "the record should lag by now");
 	pvclock_catch_up(&src, &rec);
@@ -156,14 +164,10 @@ Test(pvclock, a_record_that_leads_is_left_alone_by_catch_up)
 {
 	struct pvclock_src src;
 	struct lull_pvclock rec = { 0 };
-	uint32_t version;
 
-	offset_src(&src, host_tsc_hz() * 9 / 10); /* its ns come fast */
-	pvclock_write(&src, &rec);
-	version = rec.version;
-	sleep_ms(20);
+	written_20ms_ago(&src, &rec, host_tsc_hz() * 9 / 10); /* ns come fast */
 	pvclock_catch_up(&src, &rec);
-	cr_assert_eq(rec.version, version, "a leading record was rewritten");
+	cr_assert_eq(rec.version, 2, "a leading record was rewritten");
 	cr_assert_eq(src.steps, 0);
 }
 
