@@ -11,12 +11,11 @@
  * each record runs at the rate CLOCK_MONOTONIC ran against the TSC over
  * the last resync interval, re-measured every PVCLOCK_RESYNC_NS (the first
  * time after PVCLOCK_FIRST_RESYNC_NS) while the vCPU is in the VMM anyway,
- * and it continues the record before it: the
- * guest's clock never steps back. Where it leads the host's clock, the
- * next record runs slower by the lead until it is gone; where it lags, it
- * is stepped forward to the host's clock before any timer of the vCPU's
- * is delivered (pvclock_catch_up), so that no timer is early by the
- * guest's clock.
+ * and continues the record before it: the guest's clock never steps back.
+ * Where it leads the host's clock, the next record runs slower by the lead
+ * until it is gone; where it lags, it is stepped forward to the host's
+ * clock before any timer of the vCPU's is delivered (pvclock_catch_up), so
+ * that no timer is early by the guest's clock.
  *
  * Where KVM does not call the host's TSC stable (KVM_GET_CLOCK without
  * KVM_CLOCK_TSC_STABLE: unsynchronized host CPUs, often a nested host),
