@@ -83,6 +83,18 @@ static int measure_offset(int vcpu_fd, int64_t *offset)
 	return 0;
 }
 
+void pvclock_start(struct pvclock_src *src, uint32_t tsc_khz,
+		   uint64_t tsc_zero_raw_ns)
+{
+	src->tsc_khz = tsc_khz;
+	src->tsc_zero_raw_ns = tsc_zero_raw_ns;
+	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
+	src->rate_mul = src->mul;
+	src->rate_measured = false;
+	src->anchored = false;
+	src->ready = true;
+}
+
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
 		 uint64_t tsc_zero_raw_ns)
 {
@@ -93,13 +105,7 @@ int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
 	r = measure_offset(vcpu_fd, &src->tsc_offset);
 	if (r < 0)
 		return r;
-	src->tsc_khz = tsc_khz;
-	src->tsc_zero_raw_ns = tsc_zero_raw_ns;
-	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
-	src->rate_mul = src->mul;
-	src->rate_measured = false;
-	src->anchored = false;
-	src->ready = true;
+	pvclock_start(src, tsc_khz, tsc_zero_raw_ns);
 	return 0;
 }
 

@@ -83,6 +83,9 @@ uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift);
  * CLOCK_MONOTONIC_RAW. */
 int pvclock_init(struct pvclock_src *src, int vcpu_fd, uint32_t tsc_khz,
 		 uint64_t tsc_zero_raw_ns);
+/* pvclock_init once the offset is known: the scale, no record yet. */
+void pvclock_start(struct pvclock_src *src, uint32_t tsc_khz,
+		   uint64_t tsc_zero_raw_ns);
 /* Whether KVM holds the TSC of a vCPU that is out of KVM_RUN (above),
  * asked of one that has not run yet: sleeps 2-6 ms, so ask only where
  * the TSC is not stable. */
