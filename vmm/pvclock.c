@@ -292,6 +292,13 @@ static void publish(struct pvclock_src *src, struct lull_pvclock *rec,
 	src->anchored = true;
 }
 
+int64_t pvclock_rate_ppm(const struct pvclock_src *src)
+{
+	if (!src->mul)
+		return 0;
+	return ((int64_t)src->rate_mul - src->mul) * 1000000 / src->mul;
+}
+
 bool pvclock_resync_due(const struct pvclock_src *src, uint64_t now)
 {
 	uint64_t every = src->rate_measured ? PVCLOCK_RESYNC_NS :

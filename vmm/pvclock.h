@@ -100,6 +100,9 @@ uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
 /* Writes a fresh record (version odd while writing, then even) that
  * continues the last one at the rate CLOCK_MONOTONIC ran since. */
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec);
+/* CLOCK_MONOTONIC's rate against the TSC's nominal one, as last
+ * measured, in ppm (0 before a clock is started). */
+int64_t pvclock_rate_ppm(const struct pvclock_src *src);
 /* Whether the record is due to be written again at host time now. */
 bool pvclock_resync_due(const struct pvclock_src *src, uint64_t now);
 /* Where the record reads behind the host's clock now, writes one that

@@ -108,10 +108,6 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 	const struct vcpu *v = &cpu->vcpu;
 	const struct vcpu_stats *s = &v->stats;
 	const struct pvclock_src *clock = &cpu->pv.clock;
-	/* CLOCK_MONOTONIC's rate against the TSC's nominal one */
-	int64_t rate_ppm = clock->mul ? ((int64_t)clock->rate_mul - clock->mul) *
-						1000000 / clock->mul :
-				      0;
 
 	fprintf(f,
 		"    {\"index\": %u, \"host_wakeups\": %lu, \"halts\": %lu, "
@@ -123,7 +119,8 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 		v->index, s->host_wakeups, s->halts, s->exits, s->injections,
 		s->timers_fired_hard, s->timers_fired_deferred,
 		v->apic.timer_fired, s->kicks_received,
-		s->kernel_voluntary_switches, rate_ppm, clock->steps);
+		s->kernel_voluntary_switches, pvclock_rate_ppm(clock),
+		clock->steps);
 	counts_json(f, "exits_by_reason", s->exits_by_kind, exit_kind_names,
 		    VCPU_EXIT_KINDS);
 	counts_json(f, "io_exits_by_device", cpu->io_exits, io_class_names,
