@@ -10,7 +10,8 @@
 
 #define MSR_IA32_TSC 0x10
 
-void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift)
+void pvclock_scale_ratio(uint64_t ns, uint64_t ticks, uint32_t *mul,
+			 int8_t *shift)
 {
 	int s = 0;
 	unsigned __int128 m;
@@ -18,10 +19,10 @@ void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift)
 	/* Pick the shift that puts mul in [2^31, 2^32): most bits of precision. */
 	for (;;) {
 		if (s >= 0)
-			m = ((unsigned __int128)1000000000ull << 32) >> s;
+			m = ((unsigned __int128)ns << 32) >> s;
 		else
-			m = ((unsigned __int128)1000000000ull << 32) << -s;
-		m /= tsc_hz;
+			m = ((unsigned __int128)ns << 32) << -s;
+		m /= ticks;
 		if (m >= (1ull << 32))
 			s++;
 		else if (m < (1ull << 31) && s > -31)
@@ -31,6 +32,11 @@ void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift)
 	}
 	*mul = (uint32_t)m;
 	*shift = (int8_t)s;
+}
+
+void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift)
+{
+	pvclock_scale_ratio(1000000000ull, tsc_hz, mul, shift);
 }
 
 uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift)
@@ -90,6 +96,7 @@ void pvclock_start(struct pvclock_src *src, uint32_t tsc_khz,
 	src->tsc_zero_raw_ns = tsc_zero_raw_ns;
 	pvclock_scale((uint64_t)tsc_khz * 1000, &src->mul, &src->shift);
 	src->rate_mul = src->mul;
+	src->rate_shift = src->shift;
 	src->rate_measured = false;
 	src->anchored = false;
 	src->ready = true;
@@ -144,9 +151,11 @@ bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz)
 }
 
 /*
- * Two reads of CLOCK_MONOTONIC this far apart or closer bracket a read of
- * CLOCK_MONOTONIC_RAW well enough; wider, the thread was likely preempted
- * between them and the three are read again.
+ * Two reads of one clock this far apart or closer bracket a read of
+ * another (RAW between two of MONOTONIC, MONOTONIC between two of the TSC)
+ * well enough; wider, the thread was likely preempted between them and the
+ * three are read again. One preemption of a millisecond in a resync would
+ * be a part in a thousand of the rate measured.
  */
 #define CLOCK_BRACKET_NS 20000u
 #define CLOCK_BRACKET_TRIES 4
@@ -227,10 +236,16 @@ static uint64_t read_anchor(const struct pvclock_src *src, uint64_t *now)
 
 	if (src->tsc_held)
 		return kvm_line(src, now);
-	/* host TSC read on both sides of the clock read: the midpoint */
-	t0 = __rdtsc();
-	*now = clock_now_ns();
-	t1 = __rdtsc();
+	/* host TSC read on both sides of the clock read: the midpoint, of
+	 * reads close enough that no preemption came between them */
+	for (int try = 1;; try++) {
+		t0 = __rdtsc();
+		*now = clock_now_ns();
+		t1 = __rdtsc();
+		if (t1 - t0 <= ticks_in(src->tsc_khz, CLOCK_BRACKET_NS) ||
+		    try == CLOCK_BRACKET_TRIES)
+			break;
+	}
 	return t0 + (t1 - t0) / 2 + (uint64_t)src->tsc_offset;
 }
 
@@ -240,40 +255,39 @@ static uint64_t record_ns(const struct pvclock_src *src, uint64_t tsc)
 	if (tsc <= src->rec_tsc)
 		return src->rec_ns;
 	return src->rec_ns +
-	       pvclock_delta_ns(tsc - src->rec_tsc, src->rec_mul, src->shift);
+	       pvclock_delta_ns(tsc - src->rec_tsc, src->rec_mul, src->rec_shift);
 }
 
 /*
  * CLOCK_MONOTONIC's rate against the guest TSC since the last
- * measurement, as a multiplier at the nominal shift; the last one where
- * the interval is under half the first resync's (too short), and the
- * nominal one where the rate is off by more than an eighth (NTP makes at
- * most a tenth): a TSC that jumped, not a clock that was slewed.
+ * measurement, as a scale of its own: a faster clock on a TSC whose
+ * nominal multiplier is near 2^32 needs a multiplier over 2^32, so the
+ * shift is the rate's, not the nominal one's. The last rate stands where
+ * the interval is under half the first resync's (too short); the nominal
+ * one where the clock ran more than an eighth off it (NTP makes at most a
+ * tenth): a TSC that jumped, not a clock that was slewed.
  */
-static uint32_t measure_rate(struct pvclock_src *src, uint64_t tsc,
-			     uint64_t now)
+static void measure_rate(struct pvclock_src *src, uint64_t tsc, uint64_t now)
 {
-	uint64_t ticks = tsc - src->rate_tsc, ns = now - src->rate_ns;
-	unsigned __int128 mul;
+	uint64_t ticks = tsc - src->rate_tsc, ns = now - src->rate_ns, nominal;
 
 	if (tsc <= src->rate_tsc || now < src->rate_ns ||
 	    ns < PVCLOCK_FIRST_RESYNC_NS / 2)
-		return src->rate_mul;
-	ticks = src->shift >= 0 ? ticks << src->shift : ticks >> -src->shift;
-	mul = ((unsigned __int128)ns << 32) / (ticks ? ticks : 1);
+		return;
 	src->rate_tsc = tsc;
 	src->rate_ns = now;
 	src->rate_measured = true;
-	if (mul < src->mul - src->mul / 8 || mul > src->mul + src->mul / 8 ||
-	    mul >= (1ull << 32))
+	nominal = pvclock_delta_ns(ticks, src->mul, src->shift);
+	if (ns < nominal - nominal / 8 || ns > nominal + nominal / 8) {
 		src->rate_mul = src->mul;
-	else
-		src->rate_mul = (uint32_t)mul;
-	return src->rate_mul;
+		src->rate_shift = src->shift;
+	} else {
+		pvclock_scale_ratio(ns, ticks, &src->rate_mul, &src->rate_shift);
+	}
 }
 
 static void publish(struct pvclock_src *src, struct lull_pvclock *rec,
-		    uint64_t tsc, uint64_t ns, uint32_t mul)
+		    uint64_t tsc, uint64_t ns, uint32_t mul, int8_t shift)
 {
 	uint32_t version = rec->version;
 
@@ -282,21 +296,28 @@ static void publish(struct pvclock_src *src, struct lull_pvclock *rec,
 	rec->tsc_timestamp = tsc;
 	rec->system_time = ns;
 	rec->tsc_to_system_mul = mul;
-	rec->tsc_shift = src->shift;
+	rec->tsc_shift = shift;
 	rec->flags = src->tsc_stable ? LULL_PVCLOCK_TSC_STABLE : 0;
 	atomic_thread_fence(memory_order_release);
 	rec->version = (version | 1) + 1;
 	src->rec_tsc = tsc;
 	src->rec_ns = ns;
 	src->rec_mul = mul;
+	src->rec_shift = shift;
 	src->anchored = true;
 }
 
-int64_t pvclock_rate_ppm(const struct pvclock_src *src)
+bool pvclock_rate_ppm(const struct pvclock_src *src, int64_t *ppm)
 {
-	if (!src->mul)
-		return 0;
-	return ((int64_t)src->rate_mul - src->mul) * 1000000 / src->mul;
+	uint64_t second = (uint64_t)src->tsc_khz * 1000;
+	int64_t nominal, rate;
+
+	if (!src->ready || !src->rate_measured)
+		return false;
+	nominal = (int64_t)pvclock_delta_ns(second, src->mul, src->shift);
+	rate = (int64_t)pvclock_delta_ns(second, src->rate_mul, src->rate_shift);
+	*ppm = (rate - nominal) * 1000000 / nominal;
+	return true;
 }
 
 bool pvclock_resync_due(const struct pvclock_src *src, uint64_t now)
@@ -312,14 +333,18 @@ bool pvclock_resync_due(const struct pvclock_src *src, uint64_t now)
 
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 {
-	uint64_t now, tsc = read_anchor(src, &now), ns = now;
-	uint32_t mul;
+	uint64_t now, tsc = read_anchor(src, &now), ns = now, mul;
+	int8_t shift;
 
-	if (!src->anchored) {
+	if (src->anchored) {
+		measure_rate(src, tsc, now);
+	} else {
 		src->rate_tsc = tsc;
 		src->rate_ns = now;
-		mul = src->rate_mul;
-	} else {
+	}
+	mul = src->rate_mul;
+	shift = src->rate_shift;
+	if (src->anchored) {
 		uint64_t cont = record_ns(src, tsc);
 
 		/*
@@ -327,20 +352,22 @@ void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec)
 		 * few us against the slowdown below rather than lag by as
 		 * many ns and be stepped at every timer.
 		 */
-		mul = measure_rate(src, tsc, now);
-		if (mul <= UINT32_MAX - (mul >> 20))
-			mul += mul >> 20;
+		mul += mul >> 20;
 		if (cont > now) {
 			/* never back: run slower until the host catches up */
 			uint64_t lead = cont - now, most = PVCLOCK_RESYNC_NS >>
 						  PVCLOCK_MAX_SLOWDOWN_SHIFT;
 
 			ns = cont;
-			mul -= (uint32_t)((uint64_t)mul * (lead < most ? lead : most) /
-					  PVCLOCK_RESYNC_NS);
+			mul -= mul * (lead < most ? lead : most) / PVCLOCK_RESYNC_NS;
 		}
 	}
-	publish(src, rec, tsc, ns, mul);
+	/* a rate's mul is under 2^32, and a part in 2^20 more is under 2^33 */
+	if (mul >= 1ull << 32) {
+		mul >>= 1;
+		shift++;
+	}
+	publish(src, rec, tsc, ns, (uint32_t)mul, shift);
 	src->last_sync_ns = now;
 }
 
@@ -353,6 +380,6 @@ void pvclock_catch_up(struct pvclock_src *src, struct lull_pvclock *rec)
 	tsc = read_anchor(src, &now);
 	if (record_ns(src, tsc) >= now)
 		return;
-	publish(src, rec, tsc, now, src->rec_mul);
+	publish(src, rec, tsc, now, src->rec_mul, src->rec_shift);
 	src->steps++;
 }

@@ -67,14 +67,20 @@ struct pvclock_src {
 	bool anchored;
 	uint64_t rec_tsc, rec_ns;
 	uint32_t rec_mul;
+	int8_t rec_shift;
 	/* CLOCK_MONOTONIC's rate against the TSC, and where it was measured */
 	uint32_t rate_mul;
+	int8_t rate_shift;
 	uint64_t rate_tsc, rate_ns;
 	bool rate_measured;
 	uint64_t steps; /* records stepped forward by pvclock_catch_up */
 };
 
-/* mul/shift such that ns = ((tsc << shift) * mul) >> 32 (shift < 0: >>). */
+/* mul/shift such that ns = ((tsc << shift) * mul) >> 32 (shift < 0: >>),
+ * mul in [2^31, 2^32): `ticks` of the TSC are `ns` (ticks > 0). */
+void pvclock_scale_ratio(uint64_t ns, uint64_t ticks, uint32_t *mul,
+			 int8_t *shift);
+/* The same for a TSC at tsc_hz: tsc_hz ticks are a second. */
 void pvclock_scale(uint64_t tsc_hz, uint32_t *mul, int8_t *shift);
 /* Guest ns for a TSC delta, exactly as a guest computes it. */
 uint64_t pvclock_delta_ns(uint64_t tsc_delta, uint32_t mul, int8_t shift);
@@ -101,8 +107,9 @@ uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
  * continues the last one at the rate CLOCK_MONOTONIC ran since. */
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec);
 /* CLOCK_MONOTONIC's rate against the TSC's nominal one, as last
- * measured, in ppm (0 before a clock is started). */
-int64_t pvclock_rate_ppm(const struct pvclock_src *src);
+ * measured, in ppm; false where none was measured yet (no record, or
+ * none rewritten at least PVCLOCK_FIRST_RESYNC_NS / 2 after the first). */
+bool pvclock_rate_ppm(const struct pvclock_src *src, int64_t *ppm);
 /* Whether the record is due to be written again at host time now. */
 bool pvclock_resync_due(const struct pvclock_src *src, uint64_t now);
 /* Where the record reads behind the host's clock now, writes one that

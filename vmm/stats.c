@@ -108,6 +108,11 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 	const struct vcpu *v = &cpu->vcpu;
 	const struct vcpu_stats *s = &v->stats;
 	const struct pvclock_src *clock = &cpu->pv.clock;
+	char rate[24] = "null";
+	int64_t ppm;
+
+	if (pvclock_rate_ppm(clock, &ppm))
+		snprintf(rate, sizeof(rate), "%ld", (long)ppm);
 
 	fprintf(f,
 		"    {\"index\": %u, \"host_wakeups\": %lu, \"halts\": %lu, "
@@ -115,12 +120,11 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 		"\"timers_fired_hard\": %lu, \"timers_fired_deferred\": %lu, "
 		"\"apic_timer_fired\": %lu, "
 		"\"kicks\": %lu, \"kernel_voluntary_switches\": %lu, "
-		"\"pvclock_rate_ppm\": %ld, \"pvclock_steps\": %lu, ",
+		"\"pvclock_rate_ppm\": %s, \"pvclock_steps\": %lu, ",
 		v->index, s->host_wakeups, s->halts, s->exits, s->injections,
 		s->timers_fired_hard, s->timers_fired_deferred,
 		v->apic.timer_fired, s->kicks_received,
-		s->kernel_voluntary_switches, pvclock_rate_ppm(clock),
-		clock->steps);
+		s->kernel_voluntary_switches, rate, clock->steps);
 	counts_json(f, "exits_by_reason", s->exits_by_kind, exit_kind_names,
 		    VCPU_EXIT_KINDS);
 	counts_json(f, "io_exits_by_device", cpu->io_exits, io_class_names,

@@ -344,17 +344,20 @@ static void check_clock_written(struct vm_cpu *cpu, uint64_t synced_before,
 {
 	struct pvclock_src *src = &cpu->pv.clock;
 	struct lull_pvclock *rec;
+	uint64_t second;
 
 	if (!src->ready || !cpu->pv.shared ||
 	    src->last_sync_ns == synced_before)
 		return;
 	rec = &cpu->pv.shared->clock;
 	check(rec->version % 2 == 0);
-	/* the host clock's rate, never far from the nominal scale */
-	check(rec->tsc_to_system_mul == src->rec_mul);
-	check(rec->tsc_to_system_mul >= (uint64_t)src->mul - src->mul / 4 &&
-	      rec->tsc_to_system_mul <= (uint64_t)src->mul + src->mul / 4);
-	check(rec->tsc_shift == src->shift);
+	/* the host clock's rate, never far from the nominal scale: a
+	 * nominal second of ticks within a quarter of a second */
+	check(rec->tsc_to_system_mul == src->rec_mul &&
+	      rec->tsc_shift == src->rec_shift);
+	second = pvclock_delta_ns((uint64_t)src->tsc_khz * 1000,
+				  rec->tsc_to_system_mul, rec->tsc_shift);
+	check(second >= 750000000ull && second <= 1250000000ull);
 	/* back on harness time: see the comment at the top */
 	src->last_sync_ns = at;
 }
