@@ -169,21 +169,27 @@ static void timer_stop(struct vcpu *v)
 }
 
 /*
- * Only a periodic tick may wait for another wake, and only under a max
- * deferral: one-shot and deadline timers are what a tickless OS arms for
- * an event it really has.
+ * Under a max deferral B (apic_set_timer_policy) the timer, in any mode,
+ * is deferrable: on a running vCPU it fires on time, on a halted one it
+ * waits for another wake, and at the latest wakes the host at the first
+ * multiple of B on CLOCK_MONOTONIC at or after its expiry. The multiples
+ * are the same in every process on the host, so the deferred timers of
+ * many VMs wake it at the same instants. An expiry on a multiple is hard:
+ * a deferrable timer with no tolerance would wait for good.
  */
-static bool timer_deferrable(const struct apic *a)
+static uint64_t grid_wait(const struct apic *a, uint64_t expiry)
 {
-	return timer_mode(a) == APIC_TIMER_PERIODIC && a->max_defer_ns;
+	return a->max_defer_ns ? (a->max_defer_ns - expiry % a->max_defer_ns) %
+					 a->max_defer_ns :
+				 0;
 }
 
 static void timer_arm(struct vcpu *v, uint64_t expiry)
 {
 	struct apic *a = &v->apic;
-	bool defer = timer_deferrable(a);
+	uint64_t wait = grid_wait(a, expiry);
 
-	vcpu_timer_arm(v, &a->timer, expiry, defer, defer ? a->max_defer_ns : 0);
+	vcpu_timer_arm(v, &a->timer, expiry, wait != 0, wait);
 }
 
 static void timer_expired(struct wheel_timer *t, uint64_t now)
@@ -193,7 +199,7 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 	uint64_t expiry = wheel_timer_expires(t);
 	uint32_t entry = a->lvt[0];
 	uint64_t deliver = 1;
-	bool deferred = timer_deferrable(a);
+	bool deferred = grid_wait(a, expiry) != 0;
 
 	if (timer_mode(a) == APIC_TIMER_TSC_DEADLINE) {
 		/* armed by a clock that only approximates the guest's TSC
@@ -201,11 +207,17 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 		uint64_t due = v->ops->tsc_to_ns(v, a->tsc_deadline);
 
 		if (due > now) {
-			vcpu_timer_arm(v, t, due, false, 0);
+			a->timer_rearmed++;
+			timer_arm(v, due);
 			return;
 		}
 	}
 	a->timer_fired++;
+	if (deferred && v->halted && now > sat_add(expiry, v->slop_ns)) {
+		a->timer_deferred++;
+		if (now >= sat_add(expiry, grid_wait(a, expiry)))
+			a->timer_aligned++;
+	}
 	switch (timer_mode(a)) {
 	case APIC_TIMER_PERIODIC: {
 		struct periodic_catch_up c =
@@ -214,7 +226,7 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 					  now);
 
 		deliver = c.deliver;
-		vcpu_timer_arm(v, t, c.next, deferred, a->max_defer_ns);
+		timer_arm(v, c.next);
 		break;
 	}
 	case APIC_TIMER_TSC_DEADLINE:

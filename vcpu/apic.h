@@ -22,8 +22,10 @@
  *
  * The timer counts at a 1 GHz bus clock (as KVM's in-kernel APIC does) and
  * is a timer on the vCPU's wheel in all three modes: one-shot, periodic and
- * TSC-deadline. It is hard, except that with a max deferral set a periodic
- * timer becomes deferrable up to that bound (apic_set_timer_policy).
+ * TSC-deadline. It is hard, except that with a max deferral B set it is
+ * deferrable in every mode: on time while its vCPU runs, and while it is
+ * halted at most until the first multiple of B on CLOCK_MONOTONIC at or
+ * after its expiry (apic_set_timer_policy).
  *
  * Everything here runs on the vCPU's own thread, except apic_accepts(),
  * which other vCPUs call to route their IPIs.
@@ -149,6 +151,13 @@ struct apic {
 	uint64_t max_defer_ns;
 	unsigned missed_policy;
 	uint64_t timer_fired;
+	/* of those, under a max deferral: run on a halted vCPU past expiry
+	 * + slop, and of those, run at their multiple of B (the host woke
+	 * for them there, or later) */
+	uint64_t timer_deferred, timer_aligned;
+	/* TSC deadlines not reached when their timer ran (pvclock.h: where
+	 * KVM holds the TSC, lull's arming clock only approximates it) */
+	uint64_t timer_rearmed;
 };
 
 struct vcpu;
@@ -157,8 +166,9 @@ struct vcpu;
 void apic_init(struct vcpu *v, bool bsp);
 /* INIT: everything but the ID and the base back to power-on values. */
 void apic_init_reset(struct vcpu *v);
-/* max_defer_ns > 0: periodic timer ticks are deferrable up to that long;
- * late ticks follow `missed_policy` (LULL_MISSED_*). */
+/* max_defer_ns > 0: the timer, in any mode, may wait while its vCPU is
+ * halted, up to the first multiple of max_defer_ns at or after its expiry;
+ * late periodic ticks follow `missed_policy` (LULL_MISSED_*). */
 void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 			   unsigned missed_policy);
 

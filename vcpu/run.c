@@ -240,13 +240,14 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 	/* A deferrable deadline must not wake the host through the kick timer. */
 	arm_kick_timer(v, UINT64_MAX);
 
+	v->halted = true;
 	for (;;) {
 		uint64_t deadline;
 		int r;
 
 		catch_up(v);
 		if (stopping(v) || ready(v))
-			return;
+			break;
 		deadline = wheel_next_hard_expiry(&v->wheel);
 		if (deadline != WHEEL_NEVER)
 			deadline = sat_add(deadline, v->slop_ns);
@@ -261,9 +262,10 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 		v->stats.host_wakeups++;
 		if (r < 0) {
 			fatal(v, "idle wait failed: %s", strerror(-r));
-			return;
+			break;
 		}
 	}
+	v->halted = false;
 }
 
 /*

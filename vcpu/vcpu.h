@@ -119,6 +119,8 @@ struct vcpu {
 	struct wheel wheel;
 	struct apic apic;
 	struct idle_wait idle;
+	/* in sleep_until: timers that run now waited for a wake */
+	bool halted;
 	/* INIT and SIPI: an AP that waits for them does not enter the guest */
 	bool wait_for_sipi;
 	struct kvm_sregs reset_sregs; /* KVM's power-on state, for SIPI */

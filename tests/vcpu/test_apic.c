@@ -270,11 +270,28 @@ Test(apic, periodic_current_count_reloads_before_the_wheel_runs)
 	cr_assert(count > 0 && count <= 1000000, "current count %lu", count);
 }
 
-Test(apic, periodic_ticks_defer_only_when_asked)
+/* Where the wheel wakes the host for a halted vCPU's timer, expiring at
+ * `expires`: the tick after the first multiple of `bound` from it. */
+static uint64_t grid_wake(uint64_t expires, uint64_t bound)
+{
+	uint64_t grid = (expires + bound - 1) / bound * bound;
+
+	return (grid + 1023) & ~1023ull;
+}
+
+#define BOUND_NS 10000000ull
+
+/*
+ * Hard by default in every mode; under a max deferral B, deferrable in
+ * every mode, waking a halted vCPU's host at the first multiple of B on
+ * CLOCK_MONOTONIC at or after the expiry (the same instants in every VM),
+ * never before the expiry, and hard where the expiry is such a multiple.
+ */
+Test(apic, the_timer_defers_to_the_grid_only_when_asked)
 {
 	struct vcpu *v = x2apic_on(0);
 	struct apic *a = &v->apic;
-	uint64_t expires;
+	uint64_t expires, at;
 
 	wr(v, APIC_LVT_TIMER, (APIC_TIMER_PERIODIC << 17) | 0x90);
 	wr(v, APIC_TIMER_DIVIDE, 0xb);
@@ -282,17 +299,75 @@ Test(apic, periodic_ticks_defer_only_when_asked)
 	expires = wheel_timer_expires(&a->timer);
 	cr_assert(wheel_next_hard_expiry(&v->wheel) <= expires + 1024,
 		  "hard by default");
-	apic_set_timer_policy(v, 10000000, LULL_MISSED_ONE);
-	wr(v, APIC_TIMER_INITIAL, 4000000);
-	expires = wheel_timer_expires(&a->timer);
-	cr_assert(wheel_next_hard_expiry(&v->wheel) >= expires + 10000000,
-		  "deferrable up to its bound");
-	cr_assert(wheel_next_hard_expiry(&v->wheel) <= expires + 10000000 + 1024);
-	/* a one-shot stays hard under the policy */
 	wr(v, APIC_LVT_TIMER, 0x90);
 	wr(v, APIC_TIMER_INITIAL, 4000000);
 	expires = wheel_timer_expires(&a->timer);
-	cr_assert(wheel_next_hard_expiry(&v->wheel) <= expires + 1024);
+	cr_assert(wheel_next_hard_expiry(&v->wheel) <= expires + 1024,
+		  "a one-shot is hard by default");
+
+	apic_set_timer_policy(v, BOUND_NS, LULL_MISSED_ONE);
+	for (unsigned mode = 0; mode < 3; mode++) {
+		static const char *const names[] = { "one-shot", "periodic",
+						     "TSC-deadline" };
+
+		wr(v, APIC_LVT_TIMER, (mode << 17) | 0x90);
+		if (mode == APIC_TIMER_TSC_DEADLINE)
+			apic_wrmsr(v, MSR_IA32_TSC_DEADLINE,
+				   clock_now_ns() + 4000000);
+		else
+			wr(v, APIC_TIMER_INITIAL, 4000000);
+		expires = wheel_timer_expires(&a->timer);
+		at = wheel_next_hard_expiry(&v->wheel);
+		cr_assert_eq(at, grid_wake(expires, BOUND_NS),
+			     "%s at %lu: wakes the host at %lu, not at the "
+			     "next multiple of %llu",
+			     names[mode], expires, at, BOUND_NS);
+		cr_assert_geq(at, expires, "%s: earlier than its expiry",
+			      names[mode]);
+		cr_assert_lt(at, expires + BOUND_NS + 1024, "%s: over its bound",
+			     names[mode]);
+	}
+	/* a deadline on a multiple of B wakes the host at it */
+	expires = (clock_now_ns() / BOUND_NS + 2) * BOUND_NS;
+	apic_wrmsr(v, MSR_IA32_TSC_DEADLINE, expires);
+	cr_assert_eq(wheel_next_hard_expiry(&v->wheel), expires + 1024 - 1 -
+							 (expires + 1023) % 1024,
+		     "a deadline on the grid is hard");
+}
+
+/* Under the policy, a halted vCPU's timer that ran at its multiple of B
+ * counts as deferred and aligned; one that ran on time counts as neither. */
+Test(apic, deferred_expiries_are_counted)
+{
+	struct vcpu *v = x2apic_on(0);
+	struct apic *a = &v->apic;
+	uint64_t expires;
+
+	apic_set_timer_policy(v, BOUND_NS, LULL_MISSED_ONE);
+	wr(v, APIC_LVT_TIMER, 0x90);
+	wr(v, APIC_TIMER_DIVIDE, 0xb);
+	do {
+		wr(v, APIC_TIMER_INITIAL, 2000000);
+		expires = wheel_timer_expires(&a->timer);
+	} while (expires % BOUND_NS == 0);
+	wheel_advance(&v->wheel, expires + 2048);
+	cr_assert_eq(a->timer_fired, 1);
+	cr_assert_eq(a->timer_deferred, 0, "ran on time, counted deferred");
+	cr_assert_eq(apic_deliverable(a), 0x90);
+	apic_delivered(a, 0x90);
+	wr(v, APIC_EOI, 0);
+
+	do {
+		wr(v, APIC_TIMER_INITIAL, 2000000);
+		expires = wheel_timer_expires(&a->timer);
+	} while (expires % BOUND_NS == 0);
+	v->halted = true;
+	wheel_advance(&v->wheel, wheel_next_hard_expiry(&v->wheel));
+	cr_assert_eq(a->timer_fired, 2);
+	cr_assert_eq(a->timer_deferred, 1);
+	cr_assert_eq(a->timer_aligned, 1);
+	cr_assert_eq(v->stats.timers_fired_deferred, 2, "both were deferrable");
+	cr_assert_eq(apic_deliverable(a), 0x90, "deferred, not lost");
 }
 
 Test(apic, tsc_deadline_past_zero_and_readback)
