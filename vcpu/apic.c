@@ -329,6 +329,25 @@ static void write_lvt(struct vcpu *v, unsigned reg, uint32_t value)
 	*entry = value;
 }
 
+/*
+ * Where KVM holds the TSC of a vCPU that is out, a halted vCPU reaches its
+ * deadline later than the running one it was armed on would have
+ * (pvclock_tsc_to_ns): re-armed for then, it wakes the host once for it,
+ * rather than first too early to find it not yet reached.
+ */
+void apic_halting(struct vcpu *v)
+{
+	struct apic *a = &v->apic;
+	uint64_t due;
+
+	if (timer_mode(a) != APIC_TIMER_TSC_DEADLINE || !a->tsc_deadline ||
+	    !wheel_timer_pending(&a->timer))
+		return;
+	due = v->ops->tsc_to_ns(v, a->tsc_deadline);
+	if (due > wheel_timer_expires(&a->timer))
+		timer_arm(v, due);
+}
+
 void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 			   unsigned missed_policy)
 {

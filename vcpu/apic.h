@@ -166,6 +166,8 @@ struct vcpu;
 void apic_init(struct vcpu *v, bool bsp);
 /* INIT: everything but the ID and the base back to power-on values. */
 void apic_init_reset(struct vcpu *v);
+/* The vCPU is about to halt (v->halted): its TSC deadline is timed anew. */
+void apic_halting(struct vcpu *v);
 /* max_defer_ns > 0: the timer, in any mode, may wait while its vCPU is
  * halted, up to the first multiple of max_defer_ns at or after its expiry;
  * late periodic ticks follow `missed_policy` (LULL_MISSED_*). */

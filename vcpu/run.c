@@ -241,6 +241,7 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 	arm_kick_timer(v, UINT64_MAX);
 
 	v->halted = true;
+	apic_halting(v);
 	for (;;) {
 		uint64_t deadline;
 		int r;

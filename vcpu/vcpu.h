@@ -57,8 +57,9 @@ struct vcpu_ops {
 	 * level-triggered (its TMR bit): for the I/O APIC's remote IRR. May
 	 * be NULL. */
 	void (*level_eoi)(struct vcpu *v, uint8_t vector);
-	/* Host CLOCK_MONOTONIC ns by which this vCPU, once it next enters,
-	 * reads at least `tsc`; 0 if it would now (pvclock_tsc_to_ns). */
+	/* Host CLOCK_MONOTONIC ns by which this vCPU reads at least `tsc`;
+	 * 0 if it would now (pvclock_tsc_to_ns). While `halted` it stays
+	 * out until then, where KVM may hold its TSC still. */
 	uint64_t (*tsc_to_ns)(struct vcpu *v, uint64_t tsc);
 	/* Called on every return to the VMM before timers run. */
 	void (*resync)(struct vcpu *v, uint64_t now);
@@ -119,7 +120,8 @@ struct vcpu {
 	struct wheel wheel;
 	struct apic apic;
 	struct idle_wait idle;
-	/* in sleep_until: timers that run now waited for a wake */
+	/* in sleep_until: timers that run now waited for a wake, and the
+	 * vCPU enters again only once woken */
 	bool halted;
 	/* INIT and SIPI: an AP that waits for them does not enter the guest */
 	bool wait_for_sipi;

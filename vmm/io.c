@@ -225,7 +225,7 @@ static void level_eoi(struct vcpu *v, uint8_t vector)
 
 static uint64_t tsc_to_ns(struct vcpu *v, uint64_t tsc)
 {
-	return pvclock_tsc_to_ns(&cpu_of(v)->pv.clock, v->fd, tsc);
+	return pvclock_tsc_to_ns(&cpu_of(v)->pv.clock, v->fd, tsc, v->halted);
 }
 
 static void resync(struct vcpu *v, uint64_t now)

@@ -189,30 +189,41 @@ static uint64_t kvm_line(const struct pvclock_src *src, uint64_t *now)
 }
 
 /* The least TSC a held vCPU can read at its next entry, as of *now (read
- * here). */
+ * here), and KVM's line (as lull approximates it) in *line. */
 static uint64_t held_tsc_floor(const struct pvclock_src *src, int vcpu_fd,
-			       uint64_t *now)
+			       uint64_t *now, uint64_t *line)
 {
-	uint64_t line = kvm_line(src, now), held;
+	uint64_t held;
 
+	*line = kvm_line(src, now);
 	/* KVM scales ns to ticks with a 32-bit multiplier: stay below it */
-	line -= line >> 28;
-	if (vcpu_fd >= 0 && read_guest_tsc(vcpu_fd, &held) == 0 && held > line)
+	*line -= *line >> 28;
+	if (vcpu_fd >= 0 && read_guest_tsc(vcpu_fd, &held) == 0 && held > *line)
 		return held;
-	return line;
+	return *line;
 }
 
 uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
-			   uint64_t tsc)
+			   uint64_t tsc, bool stays_out)
 {
 	/* keeps delta << shift in 64 bits; still years at any TSC rate */
 	uint64_t cap = 1ull << (src->shift > 0 ? 62 - src->shift : 62);
-	uint64_t current, delta, now;
+	uint64_t current, delta, now, line;
 
 	if (!src->ready)
 		return 0;
 	if (src->tsc_held) {
-		current = held_tsc_floor(src, vcpu_fd, &now);
+		current = held_tsc_floor(src, vcpu_fd, &now, &line);
+		/*
+		 * Held, the TSC of a vCPU that stays out stands still until
+		 * the line passes it: it reaches `tsc` when the line does.
+		 * (Counted from the held TSC instead, a halted vCPU would wake
+		 * as early as the held TSC leads lull's line, find the
+		 * deadline not yet reached, and sleep again: a host wakeup
+		 * for nothing.)
+		 */
+		if (stays_out && tsc > current)
+			current = line;
 	} else {
 		/* the host TSC before the clock: the guest's at `now` is
 		 * no less */

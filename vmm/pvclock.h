@@ -96,13 +96,14 @@ void pvclock_start(struct pvclock_src *src, uint32_t tsc_khz,
  * asked of one that has not run yet: sleeps 2-6 ms, so ask only where
  * the TSC is not stable. */
 bool pvclock_tsc_held(int vcpu_fd, uint32_t tsc_khz);
-/* Host CLOCK_MONOTONIC ns by which the vCPU, once it next enters, reads
- * at least `tsc` (at most LULL_HORIZON_NS ahead); 0 if it would now. A
+/* Host CLOCK_MONOTONIC ns by which the vCPU reads at least `tsc` (at most
+ * LULL_HORIZON_NS ahead); 0 if it would now. stays_out: the vCPU is
+ * halted and enters only once that time comes (else it runs on now). A
  * held TSC is read through vcpu_fd (< 0: KVM's line alone), and lull
  * only approximates KVM's line, from below: where the TSC is held, ask
  * again when that time comes. */
 uint64_t pvclock_tsc_to_ns(const struct pvclock_src *src, int vcpu_fd,
-			   uint64_t tsc);
+			   uint64_t tsc, bool stays_out);
 /* Writes a fresh record (version odd while writing, then even) that
  * continues the last one at the rate CLOCK_MONOTONIC ran since. */
 void pvclock_write(struct pvclock_src *src, struct lull_pvclock *rec);

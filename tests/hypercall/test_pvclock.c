@@ -99,13 +99,13 @@ Test(pvclock, held_tsc_deadline_past_is_0_and_far_is_clamped)
 	/* the guest TSC was 0 a second ago, at 1 GHz: now it reads ~1e9 */
 	src.tsc_zero_raw_ns = clock_raw_ns() - 1000000000ull;
 	before = clock_now_ns();
-	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, 1), 0, "a past deadline is due");
-	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, 999000000ull), 0,
+	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, 1, false), 0, "a past deadline is due");
+	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, 999000000ull, false), 0,
 		     "1 ms past is due");
-	t = pvclock_tsc_to_ns(&src, -1, 3000000000ull);
+	t = pvclock_tsc_to_ns(&src, -1, 3000000000ull, false);
 	cr_assert(t >= before + 1999000000ull && t <= clock_now_ns() + 2000010000ull,
 		  "two seconds ahead: %ld ns", (long)(t - before));
-	t = pvclock_tsc_to_ns(&src, -1, UINT64_MAX);
+	t = pvclock_tsc_to_ns(&src, -1, UINT64_MAX, false);
 	cr_assert_leq(t, clock_now_ns() + LULL_HORIZON_NS, "clamped");
 }
 
@@ -158,8 +158,8 @@ Test(pvclock, offset_tsc_deadline_counts_from_the_host_tsc)
 	before = clock_now_ns();
 	/* the guest TSC read `base` just before now */
 	src.tsc_offset = (int64_t)(base - __builtin_ia32_rdtsc());
-	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, base), 0, "reached is due");
-	t = pvclock_tsc_to_ns(&src, -1, base + 1000000000ull);
+	cr_assert_eq(pvclock_tsc_to_ns(&src, -1, base, false), 0, "reached is due");
+	t = pvclock_tsc_to_ns(&src, -1, base + 1000000000ull, false);
 	/* however fast the host's TSC runs, a second of ticks is not yet */
 	cr_assert(t > before + 900000000ull && t <= clock_now_ns() + 1000010000ull,
 		  "a second ahead: %ld ns", (long)(t - before));

@@ -21,6 +21,7 @@
  * Skips where no kernel is cached (a host where lull-nested has never run;
  * inside the runner it always is) or python3 is missing.
  */
+#include <errno.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,13 +211,19 @@ static const char *initramfs(void)
 /*
  * The stock bzImage + initramfs, lull-init in check mode on vcpus vCPUs in
  * timer_mode: lull ends with status 0 (the guest's ACPI poweroff) and the
- * console shows init's start and PASS lines, no FAIL.
+ * console shows init's start and PASS lines, no FAIL. Linux's tick is the
+ * TSC-deadline timer, and each deadline wakes a halted vCPU's host once:
+ * one found not yet reached when its timer ran (apic_timer_rearmed, where
+ * KVM holds the TSC) costs a second wakeup, and may be at most one in 20.
  */
 static void boot_to_init_and_power_off(unsigned vcpus, const char *timer_mode)
 {
 	char bzimage[700], cache[512], cmdline[160], vcpus_arg[16];
+	char stats_path[] = "/tmp/lull-linux-stats-XXXXXX";
 	const char *verdict;
+	char *json;
 	struct run r;
+	int fd;
 
 	if (!cached_bzimage(bzimage, sizeof(bzimage), cache, sizeof(cache)))
 		cr_skip_test(
@@ -226,11 +233,16 @@ static void boot_to_init_and_power_off(unsigned vcpus, const char *timer_mode)
 	snprintf(cmdline, sizeof(cmdline),
 		 "console=ttyS0 lull_init=check lull_expect_cpus=%u", vcpus);
 
+	fd = mkstemp(stats_path);
+	cr_assert_geq(fd, 0, "mkstemp: %s", strerror(errno));
+	close(fd);
 	/* no --mem: a bzImage's default must be enough for a user */
 	run_lull(&r, INIT_LIMIT_S, "run", "--vcpus",
 		 vcpus_arg, "--timer-mode", timer_mode, "--timeout",
-		 INIT_LULL_TIMEOUT, "--initrd", initramfs(), "--cmdline",
-		 cmdline, bzimage, NULL);
+		 INIT_LULL_TIMEOUT, "--stats", stats_path, "--initrd",
+		 initramfs(), "--cmdline", cmdline, bzimage, NULL);
+	json = read_file(stats_path, NULL);
+	unlink(stats_path);
 
 	cr_assert_not(r.killed, "lull ran over %.0f s\nconsole:\n%s\nstderr:\n%s",
 		      INIT_LIMIT_S, r.out, r.err);
@@ -247,6 +259,18 @@ static void boot_to_init_and_power_off(unsigned vcpus, const char *timer_mode)
 	cr_assert_eq(r.status, 0,
 		     "the guest powered off but lull's status is %d\nstderr:\n%s",
 		     r.status, r.err);
+	cr_assert(json, "no --stats file");
+	for (unsigned i = 0; i < vcpus; i++) {
+		uint64_t fired = vcpu_stat(json, i, "apic_timer_fired");
+		uint64_t rearmed = vcpu_stat(json, i, "apic_timer_rearmed");
+
+		cr_log_info("vCPU %u: %lu APIC timer expiries, %lu TSC deadlines re-armed",
+			    i, fired, rearmed);
+		cr_expect_leq(rearmed * 20, fired,
+			      "vCPU %u: %lu of %lu TSC deadlines not reached when their timer ran",
+			      i, rearmed, fired);
+	}
+	free(json);
 	run_free(&r);
 }
 
