@@ -35,7 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "wheel.h"
+#include "timers/wheel.h"
 
 #define APIC_MAX_OWED 1024u
 

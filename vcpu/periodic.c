@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "lull_abi.h"
-#include "clock.h"
-#include "apic.h"
-#include "periodic.h"
+#include "timers/clock.h"
+#include "vcpu/apic.h"
+#include "vcpu/periodic.h"
 
 struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
 					   uint64_t period, uint64_t grace,

@@ -17,11 +17,11 @@
 #include <string.h>
 
 #include "lull_abi.h"
-#include "acpi.h"
-#include "aml.h"
-#include "boot.h"
-#include "errmsg.h"
-#include "platform.h"
+#include "vmm/acpi.h"
+#include "vmm/aml.h"
+#include "vmm/boot.h"
+#include "vmm/errmsg.h"
+#include "vmm/platform.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ACPI tables are little-endian and are written in host order"

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "boot.h"
-#include "bzimage.h"
+#include "vmm/boot.h"
+#include "vmm/bzimage.h"
 #include "lull_abi.h"
-#include "vm.h"
+#include "vmm/vm.h"
 
 #define CPUID_1_ECX_X2APIC (1u << 21)
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)

@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bzimage.h"
-#include "errmsg.h"
+#include "vmm/bzimage.h"
+#include "vmm/errmsg.h"
 #include "lull_abi.h"
-#include "pvh.h"
+#include "vmm/pvh.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the loader reads little-endian setup header fields in host order"

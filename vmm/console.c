@@ -7,10 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "console.h"
-#include "sandbox.h"
-#include "vcpu.h" /* SIG_VCPU_KICK: the signal that ends a blocking call */
+#include "timers/clock.h"
+#include "vmm/console.h"
+#include "vmm/sandbox.h"
+#include "vcpu/vcpu.h" /* SIG_VCPU_KICK: the signal that ends a blocking call */
 
 /*
  * The writer takes no signal but the two meant for it: the kick that

@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "errmsg.h"
+#include "vmm/errmsg.h"
 
 int errmsg(char *err, size_t err_len, int errnum, const char *fmt, ...)
 {

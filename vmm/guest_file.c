@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "pvh.h"
+#include "vmm/errmsg.h"
+#include "vmm/pvh.h"
 
 static const char *file_kind(mode_t mode)
 {

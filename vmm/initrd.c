@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <stdbool.h>
 
-#include "errmsg.h"
-#include "initrd.h"
+#include "vmm/errmsg.h"
+#include "vmm/initrd.h"
 
 #define PAGE_SIZE 4096ull
 

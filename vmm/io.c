@@ -4,14 +4,14 @@
 #include <string.h>
 
 #include "container_of.h"
-#include "hypercall.h"
-#include "io.h"
-#include "ioapic.h"
-#include "platform.h"
-#include "power.h"
-#include "sandbox.h"
-#include "serial.h"
-#include "vm.h"
+#include "vmm/hypercall.h"
+#include "vmm/io.h"
+#include "vmm/ioapic.h"
+#include "vmm/platform.h"
+#include "vmm/power.h"
+#include "vmm/sandbox.h"
+#include "vmm/serial.h"
+#include "vmm/vm.h"
 
 static struct vm_cpu *cpu_of(struct vcpu *v)
 {

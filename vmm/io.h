@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vcpu.h"
+#include "vcpu/vcpu.h"
 
 #define UNCLAIMED_LOGGED 64
 

@@ -48,8 +48,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "apic.h"
-#include "platform.h"
+#include "vcpu/apic.h"
+#include "vmm/platform.h"
 
 #define IOAPIC_REGSEL 0x00
 #define IOAPIC_WINDOW 0x10

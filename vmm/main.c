@@ -13,12 +13,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bzimage.h"
-#include "clock.h"
-#include "platform.h"
-#include "sandbox.h"
-#include "stats.h"
-#include "vm.h"
+#include "vmm/bzimage.h"
+#include "timers/clock.h"
+#include "vmm/platform.h"
+#include "vmm/sandbox.h"
+#include "vmm/stats.h"
+#include "vmm/vm.h"
 
 /* LULL_VERSION comes from meson.build's project version. */
 #define STRINGIFY(x) #x

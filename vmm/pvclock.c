@@ -5,8 +5,8 @@
 #include <sys/ioctl.h>
 #include <x86intrin.h>
 
-#include "clock.h"
-#include "pvclock.h"
+#include "timers/clock.h"
+#include "vmm/pvclock.h"
 
 #define MSR_IA32_TSC 0x10
 

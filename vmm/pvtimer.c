@@ -2,11 +2,11 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "clock.h"
+#include "timers/clock.h"
 #include "container_of.h"
-#include "periodic.h"
-#include "pvtimer.h"
-#include "vcpu.h"
+#include "vcpu/periodic.h"
+#include "vmm/pvtimer.h"
+#include "vcpu/vcpu.h"
 
 static void count(struct pvtimer_slot *s, uint64_t delivered, uint64_t merged)
 {

@@ -24,8 +24,8 @@
 #include <stdint.h>
 
 #include "lull_abi.h"
-#include "pvclock.h"
-#include "wheel.h"
+#include "vmm/pvclock.h"
+#include "timers/wheel.h"
 
 struct vcpu;
 

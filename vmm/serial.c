@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <string.h>
 
-#include "serial.h"
+#include "vmm/serial.h"
 
 enum {
 	UART_THR = 0, /* RBR on read; DLL when DLAB */

@@ -12,15 +12,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "acpi.h"
-#include "boot.h"
-#include "bzimage.h"
-#include "clock.h"
-#include "initrd.h"
-#include "io.h"
-#include "pvh.h"
-#include "sandbox.h"
-#include "vm.h"
+#include "vmm/acpi.h"
+#include "vmm/boot.h"
+#include "vmm/bzimage.h"
+#include "timers/clock.h"
+#include "vmm/initrd.h"
+#include "vmm/io.h"
+#include "vmm/pvh.h"
+#include "vmm/sandbox.h"
+#include "vmm/vm.h"
 
 #define vm_err(vm, ...) snprintf((vm)->error, sizeof((vm)->error), __VA_ARGS__)
 

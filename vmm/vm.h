@@ -18,15 +18,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "console.h"
-#include "exit_status.h"
-#include "io.h"
-#include "ioapic.h"
-#include "power.h"
-#include "pvclock.h"
-#include "pvtimer.h"
-#include "serial.h"
-#include "vcpu.h"
+#include "vmm/console.h"
+#include "vmm/exit_status.h"
+#include "vmm/io.h"
+#include "vmm/ioapic.h"
+#include "vmm/power.h"
+#include "vmm/pvclock.h"
+#include "vmm/pvtimer.h"
+#include "vmm/serial.h"
+#include "vcpu/vcpu.h"
 
 /* Wakes the main thread when a vCPU (or anything) stops the VM. */
 #define SIG_VM_STOP SIGUSR2

@@ -91,11 +91,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apic.h"
-#include "clock.h"
+#include "vcpu/apic.h"
+#include "timers/clock.h"
 #include "fuzz.h"
 #include "lull_abi.h"
-#include "vcpu.h"
+#include "vcpu/vcpu.h"
 
 #define MAX_VCPUS 3
 #define MAX_OPS 512

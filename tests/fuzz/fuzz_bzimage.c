@@ -29,8 +29,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bzimage.h"
-#include "initrd.h"
+#include "vmm/bzimage.h"
+#include "vmm/initrd.h"
 #include "fuzz.h"
 #include "lull_abi.h"
 

@@ -17,8 +17,8 @@
 #include <criterion/criterion.h>
 
 #include "lull_abi.h"
-#include "acpi.h"
-#include "platform.h"
+#include "vmm/acpi.h"
+#include "vmm/platform.h"
 
 #define RAM_SIZE (2ull << 20)
 

@@ -20,7 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "lull_abi.h"
-#include "acpi.h"
+#include "vmm/acpi.h"
 
 extern char **environ;
 

@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "aml.h"
+#include "vmm/aml.h"
 
 static uint8_t buf[4096];
 

@@ -13,10 +13,10 @@
 
 #include <criterion/criterion.h>
 
-#include "bzimage.h"
-#include "initrd.h"
+#include "vmm/bzimage.h"
+#include "vmm/initrd.h"
 #include "lull_abi.h"
-#include "pvh.h"
+#include "vmm/pvh.h"
 
 #define MiB (1ull << 20)
 #define RAM_SIZE (96 * MiB)

@@ -14,7 +14,7 @@
 
 #include "lull_abi.h"
 #include "elf_builder.h"
-#include "pvh.h"
+#include "vmm/pvh.h"
 
 #define RAM_SIZE (16ull << 20)
 #define CANARY 0xa5

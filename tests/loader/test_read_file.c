@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pvh.h"
+#include "vmm/pvh.h"
 
 static char dir[] = "/tmp/lull-loader-test-XXXXXX";
 

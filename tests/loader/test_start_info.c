@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "lull_abi.h"
-#include "pvh.h"
+#include "vmm/pvh.h"
 
 static struct lull_hvm_start_info start_info(const uint8_t *ram)
 {

@@ -2,9 +2,9 @@
 /* The missed-ticks rule every periodic timer follows (vcpu/periodic.h). */
 #include <criterion/criterion.h>
 
-#include "apic.h"
+#include "vcpu/apic.h"
 #include "lull_abi.h"
-#include "periodic.h"
+#include "vcpu/periodic.h"
 
 #define PERIOD 1000000ull
 #define DUE 5000000ull

@@ -7,9 +7,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "clock.h"
-#include "ioapic.h"
-#include "vcpu.h"
+#include "timers/clock.h"
+#include "vmm/ioapic.h"
+#include "vcpu/vcpu.h"
 
 #define MAX_SENT 64
 

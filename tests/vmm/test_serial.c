@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "lull_abi.h"
-#include "serial.h"
+#include "vmm/serial.h"
 
 enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
 #define FCR IIR
