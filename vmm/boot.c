@@ -8,7 +8,6 @@
 #include "vmm/boot.h"
 #include "vmm/bzimage.h"
 #include "lull_abi.h"
-#include "vmm/vm.h"
 
 #define CPUID_1_ECX_X2APIC (1u << 21)
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
@@ -99,7 +98,8 @@ static void kvm_leaves(struct kvm_cpuid_entry2 e[2],
 
 static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 				     unsigned index,
-				     const struct vm_config *cfg, bool apic)
+				     const struct boot_leaves *leaves,
+				     bool apic)
 {
 	struct kvm_cpuid2 *c =
 		calloc(1, sizeof(*c) + (supported->nent + LULL_LEAVES) *
@@ -144,10 +144,10 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 	lull_leaf(&c->entries[n++], LULL_CPUID_FEATURES,
 		  LULL_FEAT_PVCLOCK | LULL_FEAT_TIMERS | LULL_FEAT_IPI |
 			  LULL_FEAT_UPCALL,
-		  LULL_HCALL_PORT, cfg->nr_slots, cfg->nr_vcpus);
+		  LULL_HCALL_PORT, leaves->nr_slots, leaves->nr_vcpus);
 	lull_leaf(&c->entries[n++], LULL_CPUID_TIMING, LULL_ABI_VERSION,
-		  (uint32_t)LULL_PERIOD_FLOOR_NS, cfg->missed_ticks,
-		  cfg->timer_mode);
+		  (uint32_t)LULL_PERIOD_FLOOR_NS, leaves->missed_ticks,
+		  leaves->timer_mode);
 	kvm_leaves(&c->entries[n], supported);
 	n += 2;
 	c->nent = n;
@@ -273,10 +273,10 @@ static int enforce_pv_cpuid(int vcpu_fd)
 }
 
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
-		    unsigned index, const struct vm_config *cfg, bool apic,
+		    unsigned index, const struct boot_leaves *leaves, bool apic,
 		    const struct boot_entry *entry)
 {
-	struct kvm_cpuid2 *c = vcpu_cpuid(supported, index, cfg, apic);
+	struct kvm_cpuid2 *c = vcpu_cpuid(supported, index, leaves, apic);
 	int r = 0;
 
 	if (!c)

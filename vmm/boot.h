@@ -18,8 +18,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct vm_config;
-
 enum boot_protocol {
 	BOOT_PVH, /* a PVH ELF: lull's guests, a Linux vmlinux */
 	BOOT_LINUX_64, /* a bzImage, entered at its 64-bit entry point */
@@ -32,6 +30,18 @@ struct boot_entry {
 	uint64_t info;
 };
 
+/*
+ * What lull's CPUID leaves tell every vCPU about the VM (docs/abi.md):
+ * the builder fills it from the command line, so that the loader needs
+ * nothing of the VM's own types.
+ */
+struct boot_leaves {
+	unsigned nr_vcpus;
+	unsigned nr_slots; /* PV timer slots per vCPU */
+	unsigned missed_ticks; /* LULL_MISSED_* */
+	unsigned timer_mode; /* LULL_MODE_* */
+};
+
 /* CPUID.1:EBX[31:24], the initial APIC ID, is how a vCPU finds its index. */
 #define LULL_MAX_VCPUS 256u
 
@@ -42,7 +52,7 @@ int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out);
  * CPUID.1 advertises it; otherwise it says there is none.
  */
 int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
-		    unsigned index, const struct vm_config *cfg, bool apic,
+		    unsigned index, const struct boot_leaves *leaves, bool apic,
 		    const struct boot_entry *entry);
 
 #endif

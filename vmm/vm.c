@@ -345,6 +345,12 @@ static bool kvm_tsc_stable(int vm_fd)
 static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			bool all_vcpus_enter)
 {
+	const struct boot_leaves leaves = {
+		.nr_vcpus = vm->cfg.nr_vcpus,
+		.nr_slots = vm->cfg.nr_slots,
+		.missed_ticks = vm->cfg.missed_ticks,
+		.timer_mode = vm->cfg.timer_mode,
+	};
 	struct kvm_cpuid2 *cpuid;
 	uint64_t tsc_zero_raw_ns = 0;
 	bool tsc_stable, tsc_held;
@@ -381,7 +387,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 				      vm->cfg.missed_ticks);
 		/* an unmodified OS starts its APs itself, with INIT and SIPI */
 		v->wait_for_sipi = i > 0 && !all_vcpus_enter;
-		r = boot_setup_vcpu(v->fd, cpuid, i, &vm->cfg, vm->has_apic,
+		r = boot_setup_vcpu(v->fd, cpuid, i, &leaves, vm->has_apic,
 				    entry);
 		if (r < 0) {
 			vm_err(vm, "cannot put vCPU %u in its entry state: %s",
