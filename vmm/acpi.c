@@ -21,7 +21,7 @@
 #include "vmm/aml.h"
 #include "vmm/boot.h"
 #include "vmm/errmsg.h"
-#include "vmm/platform.h"
+#include "platform.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ACPI tables are little-endian and are written in host order"

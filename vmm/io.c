@@ -7,7 +7,7 @@
 #include "vmm/hypercall.h"
 #include "vmm/io.h"
 #include "vmm/ioapic.h"
-#include "vmm/platform.h"
+#include "platform.h"
 #include "vmm/power.h"
 #include "vmm/sandbox.h"
 #include "vmm/serial.h"

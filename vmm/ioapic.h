@@ -49,7 +49,7 @@
 #include <stdint.h>
 
 #include "vcpu/apic.h"
-#include "vmm/platform.h"
+#include "platform.h"
 
 #define IOAPIC_REGSEL 0x00
 #define IOAPIC_WINDOW 0x10

@@ -15,7 +15,7 @@
 
 #include "vmm/bzimage.h"
 #include "timers/clock.h"
-#include "vmm/platform.h"
+#include "platform.h"
 #include "vmm/sandbox.h"
 #include "vmm/stats.h"
 #include "vmm/vm.h"

@@ -5,7 +5,7 @@
 
 #include "lull_abi.h"
 
-#include "vmm/platform.h"
+#include "platform.h"
 #include "vmm/power.h"
 
 _Static_assert(PLATFORM_RESET_VALUE & PLATFORM_RESET_CPU,

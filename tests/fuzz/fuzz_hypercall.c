@@ -64,7 +64,7 @@
 #include "fuzz.h"
 #include "vmm/hypercall.h"
 #include "vmm/io.h"
-#include "vmm/platform.h"
+#include "platform.h"
 #include "vmm/serial.h"
 #include "vmm/vm.h"
 

@@ -18,7 +18,7 @@
 
 #include "lull_abi.h"
 #include "vmm/acpi.h"
-#include "vmm/platform.h"
+#include "platform.h"
 
 #define RAM_SIZE (2ull << 20)
 

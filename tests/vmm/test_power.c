@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "lull_abi.h"
-#include "vmm/platform.h"
+#include "platform.h"
 #include "vmm/power.h"
 
 static enum power_event write8(struct power *p, uint16_t port, uint8_t v)
