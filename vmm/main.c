@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "vmm/bzimage.h"
+#include "loader/bzimage.h"
 #include "timers/clock.h"
 #include "platform.h"
 #include "vmm/sandbox.h"

@@ -12,13 +12,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "vmm/acpi.h"
-#include "vmm/boot.h"
-#include "vmm/bzimage.h"
+#include "loader/acpi.h"
+#include "loader/boot.h"
+#include "loader/bzimage.h"
 #include "timers/clock.h"
-#include "vmm/initrd.h"
+#include "loader/initrd.h"
 #include "vmm/io.h"
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 #include "vmm/sandbox.h"
 #include "vmm/vm.h"
 

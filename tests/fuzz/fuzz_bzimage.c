@@ -29,8 +29,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "vmm/bzimage.h"
-#include "vmm/initrd.h"
+#include "loader/bzimage.h"
+#include "loader/initrd.h"
 #include "fuzz.h"
 #include "lull_abi.h"
 

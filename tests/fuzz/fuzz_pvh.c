@@ -30,7 +30,7 @@
 
 #include "fuzz.h"
 #include "lull_abi.h"
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 
 #define RAM_SIZE (4ull << 20)
 

@@ -17,7 +17,7 @@
 #include <criterion/criterion.h>
 
 #include "lull_abi.h"
-#include "vmm/acpi.h"
+#include "loader/acpi.h"
 #include "platform.h"
 
 #define RAM_SIZE (2ull << 20)

@@ -20,7 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "lull_abi.h"
-#include "vmm/acpi.h"
+#include "loader/acpi.h"
 
 extern char **environ;
 

@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "vmm/aml.h"
+#include "loader/aml.h"
 
 static uint8_t buf[4096];
 

@@ -13,10 +13,10 @@
 
 #include <criterion/criterion.h>
 
-#include "vmm/bzimage.h"
-#include "vmm/initrd.h"
+#include "loader/bzimage.h"
+#include "loader/initrd.h"
 #include "lull_abi.h"
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 
 #define MiB (1ull << 20)
 #define RAM_SIZE (96 * MiB)

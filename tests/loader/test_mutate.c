@@ -18,7 +18,7 @@
 
 #include "lull_abi.h"
 #include "elf_builder.h"
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 
 #define ITERATIONS 100000
 #define FUZZ_RAM_SIZE 0x300000ull /* the good image ends at 0x203000 */

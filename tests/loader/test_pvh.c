@@ -14,7 +14,7 @@
 
 #include "lull_abi.h"
 #include "elf_builder.h"
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 
 #define RAM_SIZE (16ull << 20)
 #define CANARY 0xa5

@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 
 static char dir[] = "/tmp/lull-loader-test-XXXXXX";
 

@@ -11,7 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "lull_abi.h"
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 
 #define RAM_SIZE (64ull << 20)
 

@@ -10,7 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "lull_abi.h"
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 
 static struct lull_hvm_start_info start_info(const uint8_t *ram)
 {

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "vmm/aml.h"
+#include "loader/aml.h"
 
 #define AML_ZERO_OP 0x00
 #define AML_ONE_OP 0x01

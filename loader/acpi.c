@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "lull_abi.h"
-#include "vmm/acpi.h"
-#include "vmm/aml.h"
-#include "vmm/boot.h"
-#include "vmm/errmsg.h"
+#include "loader/acpi.h"
+#include "loader/aml.h"
+#include "loader/boot.h"
+#include "loader/errmsg.h"
 #include "platform.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "vmm/boot.h"
-#include "vmm/bzimage.h"
+#include "loader/boot.h"
+#include "loader/bzimage.h"
 #include "lull_abi.h"
 
 #define CPUID_1_ECX_X2APIC (1u << 21)

@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <stdbool.h>
 
-#include "vmm/errmsg.h"
-#include "vmm/initrd.h"
+#include "loader/errmsg.h"
+#include "loader/initrd.h"
 
 #define PAGE_SIZE 4096ull
 

@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "lull_abi.h"
-#include "vmm/errmsg.h"
-#include "vmm/pvh.h"
+#include "loader/errmsg.h"
+#include "loader/pvh.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the loader reads little-endian ELF fields in host order"

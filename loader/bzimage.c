@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/bzimage.h"
-#include "vmm/errmsg.h"
+#include "loader/bzimage.h"
+#include "loader/errmsg.h"
 #include "lull_abi.h"
-#include "vmm/pvh.h"
+#include "loader/pvh.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the loader reads little-endian setup header fields in host order"

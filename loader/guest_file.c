@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vmm/errmsg.h"
-#include "vmm/pvh.h"
+#include "loader/errmsg.h"
+#include "loader/pvh.h"
 
 static const char *file_kind(mode_t mode)
 {

@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "vmm/errmsg.h"
+#include "loader/errmsg.h"
 
 int errmsg(char *err, size_t err_len, int errnum, const char *fmt, ...)
 {
