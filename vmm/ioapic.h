@@ -48,7 +48,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vcpu/apic.h"
+#include "apicdef.h"
 #include "platform.h"
 
 #define IOAPIC_REGSEL 0x00
