@@ -9,8 +9,6 @@
 
 #include "timers/clock.h"
 #include "vmm/console.h"
-#include "vmm/sandbox.h"
-#include "vcpu/vcpu.h" /* SIG_VCPU_KICK: the signal that ends a blocking call */
 
 /*
  * The writer takes no signal but the two meant for it: the kick that
@@ -23,10 +21,10 @@ static int writer_start(struct console *c)
 	int r;
 
 	sigemptyset(&set);
-	sigaddset(&set, SIG_VCPU_KICK);
+	sigaddset(&set, c->thread.wake_signal);
 	sigaddset(&set, SIGSYS);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	r = sandbox_enter_console(c->confine_err, sizeof(c->confine_err));
+	r = c->thread.confine(c->confine_err, sizeof(c->confine_err));
 	pthread_mutex_lock(&c->lock);
 	c->confined = r < 0 ? r : 1;
 	pthread_cond_broadcast(&c->drained);
@@ -98,7 +96,7 @@ static void *console_writer(void *arg)
 }
 
 int console_open(struct console *c, const char *path, uint64_t limit,
-		 char *err, size_t errlen)
+		 const struct console_thread *thread, char *err, size_t errlen)
 {
 	pthread_condattr_t attr;
 	sigset_t all, old;
@@ -112,6 +110,7 @@ int console_open(struct console *c, const char *path, uint64_t limit,
 	pthread_cond_init(&c->drained, &attr);
 	pthread_condattr_destroy(&attr);
 	c->limit = limit;
+	c->thread = *thread;
 	c->fd = STDOUT_FILENO;
 	if (path && strcmp(path, "-")) {
 		/*
@@ -249,7 +248,7 @@ void console_close(struct console *c)
 						 CLOCK_MONOTONIC,
 						 &soon) != ETIMEDOUT)
 				break;
-			pthread_kill(c->writer, SIG_VCPU_KICK);
+			pthread_kill(c->writer, c->thread.wake_signal);
 		}
 		c->writer_started = false;
 	}

@@ -16,9 +16,10 @@
  * queued. What is dropped is counted, and lull says so once on stderr.
  * console_close() waits at most a second for the ring to drain.
  *
- * The writer confines itself (sandbox.h) before console_open() returns,
- * and takes no signal but SIG_VCPU_KICK, with which console_close()
- * interrupts a write that nobody reads.
+ * The writer confines itself before console_open() returns, and takes no
+ * signal but its wake signal, with which console_close() interrupts a
+ * write that nobody reads. Both come from the caller (struct
+ * console_thread): the console knows neither the sandbox nor the vCPUs.
  */
 #ifndef LULL_CONSOLE_H
 #define LULL_CONSOLE_H
@@ -30,6 +31,16 @@
 
 #define CONSOLE_RING_SIZE 65536
 #define CONSOLE_DRAIN_NS 1000000000ull /* the most close waits for it */
+
+/* What the writer thread needs of the process it runs in. */
+struct console_thread {
+	/* Interrupts a blocking write: blocked in every other thread and
+	 * handled without SA_RESTART (lull's: SIG_VCPU_KICK). */
+	int wake_signal;
+	/* Confines the writer once it runs (lull's: sandbox_enter_console);
+	 * < 0 with a sentence in err fails console_open. */
+	int (*confine)(char *err, size_t errlen);
+};
 
 struct console {
 	int fd;
@@ -48,6 +59,7 @@ struct console {
 	uint64_t accepted; /* bytes queued so far */
 	uint64_t dropped; /* past the limit, ring full, or destination closed */
 	bool closed; /* the destination stopped taking bytes */
+	struct console_thread thread;
 	int confined; /* 0 until the writer has confined itself; 1, or -errno */
 	char confine_err[160];
 	bool limit_said, full_said;
@@ -60,7 +72,7 @@ struct console {
 /* Opens path ("-" or NULL: stdout) and starts the writer; fails if the
  * writer cannot confine itself. */
 int console_open(struct console *c, const char *path, uint64_t limit,
-		 char *err, size_t errlen);
+		 const struct console_thread *thread, char *err, size_t errlen);
 /* Queues one byte, or drops and counts it; never blocks on the host. */
 void console_putc(struct console *c, uint8_t ch);
 /* Room for n more bytes in the ring (the UART's transmitter is free).

@@ -421,6 +421,12 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 	return 0;
 }
 
+/* The console's writer: kicked as a vCPU is, confined as the sandbox says. */
+static const struct console_thread console_thread = {
+	.wake_signal = SIG_VCPU_KICK,
+	.confine = sandbox_enter_console,
+};
+
 int vm_create(struct vm *vm, const struct vm_config *cfg)
 {
 	struct loaded_guest guest = { 0 };
@@ -453,7 +459,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	if (r < 0)
 		return r;
 	r = console_open(&vm->console, cfg->console_path, cfg->console_limit,
-			 err, sizeof(err));
+			 &console_thread, err, sizeof(err));
 	if (r < 0) {
 		vm_err(vm, "%s", err);
 		return -LULL_EXIT_USAGE;

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "lull_abi.h"
+#include "vcpu/vcpu.h"
+#include "vmm/sandbox.h"
 #include "vmm/serial.h"
 
 enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
@@ -29,6 +31,11 @@ enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
 #define IIR_THRE 0x02
 
 static struct console con; /* big: not on the stack */
+/* the writer thread lull gives its console (vmm/vm.c) */
+static const struct console_thread console_thread = {
+	.wake_signal = SIG_VCPU_KICK,
+	.confine = sandbox_enter_console,
+};
 static struct serial uart;
 static atomic_bool line;
 static atomic_uint line_changes;
@@ -260,8 +267,9 @@ Test(serial_writer, room_callback_raises_thre_after_backpressure)
 	cr_assert_eq(mkfifo(path, 0600), 0);
 	reader = open(path, O_RDONLY | O_NONBLOCK);
 	cr_assert_geq(reader, 0);
-	cr_assert_eq(console_open(&con, path, 0, err, sizeof(err)), 0, "%s",
-		     err);
+	cr_assert_eq(console_open(&con, path, 0, &console_thread, err,
+				  sizeof(err)),
+		     0, "%s", err);
 	serial_init(&uart, &con);
 	serial_set_irq(&uart, irq, NULL);
 	console_set_room_callback(&con, serial_console_room, &uart);
