@@ -6,11 +6,11 @@
 #include "container_of.h"
 #include "vmm/hypercall.h"
 #include "vmm/io.h"
-#include "vmm/ioapic.h"
+#include "devices/ioapic.h"
 #include "platform.h"
-#include "vmm/power.h"
+#include "devices/power.h"
 #include "vmm/sandbox.h"
-#include "vmm/serial.h"
+#include "devices/serial.h"
 #include "vmm/vm.h"
 
 static struct vm_cpu *cpu_of(struct vcpu *v)

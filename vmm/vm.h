@@ -18,14 +18,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vmm/console.h"
+#include "devices/console.h"
 #include "vmm/exit_status.h"
 #include "vmm/io.h"
-#include "vmm/ioapic.h"
-#include "vmm/power.h"
+#include "devices/ioapic.h"
+#include "devices/power.h"
 #include "vmm/pvclock.h"
 #include "vmm/pvtimer.h"
-#include "vmm/serial.h"
+#include "devices/serial.h"
 #include "vcpu/vcpu.h"
 
 /* Wakes the main thread when a vCPU (or anything) stops the VM. */

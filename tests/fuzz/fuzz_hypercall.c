@@ -65,7 +65,7 @@
 #include "vmm/hypercall.h"
 #include "vmm/io.h"
 #include "platform.h"
-#include "vmm/serial.h"
+#include "devices/serial.h"
 #include "vmm/vm.h"
 
 #define MAX_VCPUS 3

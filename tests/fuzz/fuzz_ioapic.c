@@ -98,7 +98,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "vmm/ioapic.h"
+#include "devices/ioapic.h"
 
 #define PINS PLATFORM_IOAPIC_PINS
 #define MAX_OPS 512

@@ -6,7 +6,7 @@
 #include "lull_abi.h"
 
 #include "platform.h"
-#include "vmm/power.h"
+#include "devices/power.h"
 
 _Static_assert(PLATFORM_RESET_VALUE & PLATFORM_RESET_CPU,
 	       "the FADT's reset value must reset");

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/ioapic.h"
+#include "devices/ioapic.h"
 
 /* Bits a guest writes in vain: reserved, not read-only ones it read back */
 #define IOAPIC_RESERVED (~(IOAPIC_WRITABLE | IOAPIC_DELIVERY_STATUS | \

@@ -11,7 +11,7 @@
 
 #include "lull_abi.h"
 #include "platform.h"
-#include "vmm/power.h"
+#include "devices/power.h"
 
 static enum power_event write8(struct power *p, uint16_t port, uint8_t v)
 {

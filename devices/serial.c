@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <string.h>
 
-#include "vmm/serial.h"
+#include "devices/serial.h"
 
 enum {
 	UART_THR = 0, /* RBR on read; DLL when DLAB */

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "timers/clock.h"
-#include "vmm/console.h"
+#include "devices/console.h"
 
 /*
  * The writer takes no signal but the two meant for it: the kick that

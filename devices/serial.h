@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vmm/console.h"
+#include "devices/console.h"
 
 #define SERIAL_PORTS 8
 

@@ -20,7 +20,7 @@
 #include "lull_abi.h"
 #include "vcpu/vcpu.h"
 #include "vmm/sandbox.h"
-#include "vmm/serial.h"
+#include "devices/serial.h"
 
 enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
 #define FCR IIR

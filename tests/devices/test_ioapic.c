@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "timers/clock.h"
-#include "vmm/ioapic.h"
+#include "devices/ioapic.h"
 #include "vcpu/vcpu.h"
 
 #define MAX_SENT 64
