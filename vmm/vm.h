@@ -23,8 +23,8 @@
 #include "vmm/io.h"
 #include "devices/ioapic.h"
 #include "devices/power.h"
-#include "vmm/pvclock.h"
-#include "vmm/pvtimer.h"
+#include "vcpu/pvclock.h"
+#include "vcpu/pvtimer.h"
 #include "devices/serial.h"
 #include "vcpu/vcpu.h"
 

@@ -20,7 +20,7 @@
 #include <x86intrin.h>
 
 #include "timers/clock.h"
-#include "vmm/pvclock.h"
+#include "vcpu/pvclock.h"
 
 static int tsc_khz(void)
 {

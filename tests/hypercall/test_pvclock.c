@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "timers/clock.h"
-#include "vmm/pvclock.h"
+#include "vcpu/pvclock.h"
 
 static const uint64_t rates_hz[] = { 1000000ull,    100000000ull,
 				     999999999ull,  1000000000ull,

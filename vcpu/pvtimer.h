@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "lull_abi.h"
-#include "vmm/pvclock.h"
+#include "vcpu/pvclock.h"
 #include "timers/wheel.h"
 
 struct vcpu;

@@ -6,7 +6,7 @@
 #include <x86intrin.h>
 
 #include "timers/clock.h"
-#include "vmm/pvclock.h"
+#include "vcpu/pvclock.h"
 
 #define MSR_IA32_TSC 0x10
 

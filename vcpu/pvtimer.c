@@ -5,7 +5,7 @@
 #include "timers/clock.h"
 #include "container_of.h"
 #include "vcpu/periodic.h"
-#include "vmm/pvtimer.h"
+#include "vcpu/pvtimer.h"
 #include "vcpu/vcpu.h"
 
 static void count(struct pvtimer_slot *s, uint64_t delivered, uint64_t merged)
