@@ -6,7 +6,7 @@
 #include "timers/clock.h"
 #include "container_of.h"
 #include "lull_abi.h"
-#include "vcpu/periodic.h"
+#include "timers/periodic.h"
 #include "vcpu/vcpu.h"
 
 /* Writable bits of each LVT entry (delivery status and remote IRR read 0). */

@@ -36,9 +36,10 @@
 #include <stdint.h>
 
 #include "apicdef.h"
+#include "timers/periodic.h"
 #include "timers/wheel.h"
 
-#define APIC_MAX_OWED 1024u
+#define APIC_MAX_OWED PERIODIC_MAX_OWED
 
 enum apic_source { APIC_SRC_IPI = 0, APIC_SRC_HARD, APIC_SRC_DEFERRED };
 

@@ -4,7 +4,7 @@
 
 #include "timers/clock.h"
 #include "container_of.h"
-#include "vcpu/periodic.h"
+#include "timers/periodic.h"
 #include "vcpu/pvtimer.h"
 #include "vcpu/vcpu.h"
 

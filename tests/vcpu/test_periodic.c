@@ -4,7 +4,7 @@
 
 #include "vcpu/apic.h"
 #include "lull_abi.h"
-#include "vcpu/periodic.h"
+#include "timers/periodic.h"
 
 #define PERIOD 1000000ull
 #define DUE 5000000ull

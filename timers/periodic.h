@@ -23,8 +23,12 @@
 
 #include <stdint.h>
 
+/* The most deliveries one vector may owe (the "all" policy): no guest can
+ * make the count grow without bound. The APIC's IRR keeps the same cap. */
+#define PERIODIC_MAX_OWED 1024u
+
 struct periodic_catch_up {
-	uint64_t deliver; /* ticks to raise now, at most APIC_MAX_OWED */
+	uint64_t deliver; /* ticks to raise now, at most PERIODIC_MAX_OWED */
 	uint64_t merged; /* ticks that will never be delivered */
 	uint64_t next; /* the next expiry, saturated */
 };

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "lull_abi.h"
 #include "timers/clock.h"
-#include "vcpu/apic.h"
-#include "vcpu/periodic.h"
+#include "timers/periodic.h"
 
 struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
 					   uint64_t period, uint64_t grace,
@@ -15,9 +14,9 @@ struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
 	switch (policy) {
 	case LULL_MISSED_ALL:
 		c.deliver = behind + 1;
-		if (c.deliver > APIC_MAX_OWED) {
-			c.merged = c.deliver - APIC_MAX_OWED;
-			c.deliver = APIC_MAX_OWED;
+		if (c.deliver > PERIODIC_MAX_OWED) {
+			c.merged = c.deliver - PERIODIC_MAX_OWED;
+			c.deliver = PERIODIC_MAX_OWED;
 		}
 		break;
 	case LULL_MISSED_NONE:
