@@ -27,9 +27,6 @@
 #error "ACPI tables are little-endian and are written in host order"
 #endif
 
-/* The xAPIC page vcpu/apic.c emulates (APIC_DEFAULT_BASE; vm.c checks). */
-#define ACPI_LAPIC_ADDR 0xfee00000u
-
 /*
  * Who made the tables: the OEM fields of every header. Linux prints them
  * ("ACPI: APIC 0x00000000000E0060 00003C (v05 LULL   LULLVMM  00000001
@@ -284,7 +281,7 @@ static uint32_t build_madt(uint8_t *p, unsigned int nr_vcpus)
 	memcpy(p + off, &ioapic, sizeof(ioapic));
 	off += sizeof(ioapic);
 	fill_header(&madt.h, "APIC", (uint32_t)off, MADT_REVISION);
-	madt.lapic_address = ACPI_LAPIC_ADDR;
+	madt.lapic_address = PLATFORM_LAPIC_GPA;
 	madt.flags = 0;
 	memcpy(p, &madt, sizeof(madt));
 	seal(p, (uint32_t)off);

@@ -223,9 +223,6 @@ static int load_guest(struct vm *vm, struct loaded_guest *g)
 	return vm->cfg.initrd_path ? load_initrd(vm, g) : 0;
 }
 
-_Static_assert(APIC_DEFAULT_BASE == 0xfee00000u,
-	       "acpi.c's MADT names the xAPIC page at 0xfee00000");
-
 /*
  * What the guest reads at its entry: hvm_start_info (PVH) or boot_params
  * (bzImage) and, where the VM has lull's local APIC, the ACPI tables that
