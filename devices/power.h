@@ -26,7 +26,7 @@
  *                  left to the caller (unclaimed).
  *
  * Only 1-byte accesses are these registers; wider ones are unclaimed.
- * power_io() decides; the caller (io.c) stops the VM. Safe from any
+ * power_io() decides; the caller (vmm/exits.c) stops the VM. Safe from any
  * vCPU thread at once: the only state is the counter.
  */
 #ifndef LULL_POWER_H

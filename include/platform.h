@@ -2,7 +2,7 @@
 /*
  * The machine lull builds: every address at which a guest finds a device,
  * in guest-physical memory and in port space, in one place. The devices
- * answer at these addresses (vmm/io.c routes each to its handler), the
+ * answer at these addresses (vmm/exits.c routes each to its handler), the
  * ACPI tables describe them to an unmodified OS (loader/acpi.c), and
  * nothing else writes an address down.
  *

@@ -17,7 +17,7 @@
 #include "loader/bzimage.h"
 #include "timers/clock.h"
 #include "loader/initrd.h"
-#include "vmm/io.h"
+#include "vmm/exits.h"
 #include "loader/pvh.h"
 #include "vmm/sandbox.h"
 #include "vmm/vm.h"

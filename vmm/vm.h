@@ -20,7 +20,7 @@
 
 #include "devices/console.h"
 #include "vmm/exit_status.h"
-#include "vmm/io.h"
+#include "vmm/exits.h"
 #include "devices/ioapic.h"
 #include "devices/power.h"
 #include "vcpu/pvclock.h"

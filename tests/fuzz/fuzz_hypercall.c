@@ -63,7 +63,7 @@
 #include "timers/clock.h"
 #include "fuzz.h"
 #include "vmm/hypercall.h"
-#include "vmm/io.h"
+#include "vmm/exits.h"
 #include "platform.h"
 #include "devices/serial.h"
 #include "vmm/vm.h"

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Port, MMIO and MSR exits: the device map, the vCPUs' routes to each
- * other (IPIs) and their clocks. What no device claims reads as all ones
- * and swallows writes (an MSR faults, as on hardware); each such access is
- * counted and the first one per address is logged. Nothing a guest does
- * here can stop the VMM.
+ * The VM's side of the vcpu_ops boundary (vm_vcpu_ops): what a vCPU
+ * thread hands up to the VM. Port and MMIO exits go through the device
+ * map, one table of ranges and handlers per address space in exits.c, in
+ * the order of include/platform.h; MSRs the APIC does not have fault; IPIs
+ * and the I/O APIC's messages are routed to the vCPUs they name; and the
+ * vCPU's clock, confinement and crash hooks end here too.
+ *
+ * What no device claims reads as all ones and swallows writes (an MSR
+ * faults, as on hardware); each such access is counted and the first one
+ * per address is logged. Nothing a guest does here can stop the VMM.
  */
-#ifndef LULL_IO_H
-#define LULL_IO_H
+#ifndef LULL_EXITS_H
+#define LULL_EXITS_H
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -5,13 +5,15 @@
 
 #include "container_of.h"
 #include "vmm/hypercall.h"
-#include "vmm/io.h"
+#include "vmm/exits.h"
 #include "devices/ioapic.h"
 #include "platform.h"
 #include "devices/power.h"
 #include "vmm/sandbox.h"
 #include "devices/serial.h"
 #include "vmm/vm.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct vm_cpu *cpu_of(struct vcpu *v)
 {
@@ -38,22 +40,78 @@ static void log_unclaimed_port(struct vm *vm, struct vcpu *v, uint16_t port,
 		out ? "dropped" : "reads all ones");
 }
 
-static void debug_exit(struct vm *vm, unsigned size, const uint8_t *data)
+/*
+ * The device map, port side: one row per range, in the order of
+ * include/platform.h's map. A handler returns false for an access its
+ * device does not take (a COM1 access wider than a byte, a read of
+ * debug-exit): that access is unclaimed, as at a port nobody has. Adding
+ * a device is a file in devices/, a row here, a line in the builder and
+ * its address in platform.h (docs/architecture.md, "Adding a device").
+ */
+/* One access at a port, as the exit gave it. */
+struct port_access {
+	uint16_t port;
+	bool out;
+	unsigned size;
+	unsigned count; /* > 1: one of a string instruction's accesses */
+	uint8_t *data;
+};
+
+struct port_range {
+	uint16_t base, len;
+	enum io_class class; /* --stats: io_exits_by_device */
+	bool (*handle)(struct vm_cpu *cpu, const struct port_access *a);
+};
+
+static bool com1(struct vm_cpu *cpu, const struct port_access *a)
+{
+	if (a->size != 1)
+		return false;
+	serial_io(&vcpu_vm(&cpu->vcpu)->serial, a->port - LULL_COM1_PORT,
+		  a->out, a->data);
+	return true;
+}
+
+static bool debugcon(struct vm_cpu *cpu, const struct port_access *a)
+{
+	if (a->out)
+		console_putc(&vcpu_vm(&cpu->vcpu)->console, a->data[0]);
+	else
+		memset(a->data, 0xe9, a->size); /* QEMU's "present" */
+	return true;
+}
+
+static bool debug_exit(struct vm_cpu *cpu, const struct port_access *a)
 {
 	uint32_t value = 0;
 	char reason[64];
 
-	memcpy(&value, data, size > 4 ? 4 : size);
+	if (!a->out)
+		return false;
+	memcpy(&value, a->data, a->size > 4 ? 4 : a->size);
 	snprintf(reason, sizeof(reason),
 		 "guest wrote %u to the debug-exit port", value);
-	vm_request_stop(vm, VM_STOP_GUEST_EXIT, (int)(value & 0xff), reason);
+	vm_request_stop(vcpu_vm(&cpu->vcpu), VM_STOP_GUEST_EXIT,
+			(int)(value & 0xff), reason);
+	return true;
 }
 
-/* The ACPI sleep and reset registers (power.h); false if not one. */
-static bool power_port(struct vm *vm, struct vcpu *v, uint16_t port,
-		       bool out, unsigned size, uint8_t *data)
+/* One `out`, not a string of them: the registers are the arguments. */
+static bool hcall_port(struct vm_cpu *cpu, const struct port_access *a)
 {
-	switch (power_io(&vm->power, v->index, port, out, size, data)) {
+	if (!a->out || a->count != 1)
+		return false;
+	hypercall_exit(vcpu_vm(&cpu->vcpu), cpu);
+	return true;
+}
+
+/* The ACPI sleep and reset registers and the i8042's reset (power.h). */
+static bool power(struct vm_cpu *cpu, const struct port_access *a)
+{
+	struct vm *vm = vcpu_vm(&cpu->vcpu);
+
+	switch (power_io(&vm->power, cpu->vcpu.index, a->port, a->out, a->size,
+			 a->data)) {
 	case POWER_UNCLAIMED:
 		return false;
 	case POWER_HANDLED:
@@ -70,34 +128,30 @@ static bool power_port(struct vm *vm, struct vcpu *v, uint16_t port,
 	return true;
 }
 
+static const struct port_range port_map[] = {
+	{ PLATFORM_I8042_COMMAND_PORT, 1, IO_CLASS_PLATFORM, power },
+	{ LULL_DEBUGCON_PORT, 1, IO_CLASS_CONSOLE, debugcon },
+	{ LULL_DEBUG_EXIT_PORT, 1, IO_CLASS_PLATFORM, debug_exit },
+	{ LULL_COM1_PORT, SERIAL_PORTS, IO_CLASS_CONSOLE, com1 },
+	{ PLATFORM_SLEEP_CONTROL_PORT, 2, IO_CLASS_PLATFORM, power },
+	{ PLATFORM_RESET_PORT, 1, IO_CLASS_PLATFORM, power },
+	{ LULL_HCALL_PORT, 1, IO_CLASS_HYPERCALL, hcall_port },
+};
+
 /* One access (of a string instruction's count); returns who took it. */
 static enum io_class port_access(struct vcpu *v, uint16_t port, bool out,
 				 unsigned size, unsigned count, uint8_t *data)
 {
+	const struct port_access a = { port, out, size, count, data };
 	struct vm *vm = vcpu_vm(v);
 
-	if (port >= LULL_COM1_PORT && port < LULL_COM1_PORT + SERIAL_PORTS &&
-	    size == 1) {
-		serial_io(&vm->serial, port - LULL_COM1_PORT, out, data);
-		return IO_CLASS_CONSOLE;
+	for (size_t i = 0; i < ARRAY_SIZE(port_map); i++) {
+		const struct port_range *r = &port_map[i];
+
+		if (port >= r->base && port - r->base < r->len &&
+		    r->handle(cpu_of(v), &a))
+			return r->class;
 	}
-	if (port == LULL_DEBUGCON_PORT) {
-		if (out)
-			console_putc(&vm->console, data[0]);
-		else
-			memset(data, 0xe9, size); /* QEMU's "present" */
-		return IO_CLASS_CONSOLE;
-	}
-	if (port == LULL_DEBUG_EXIT_PORT && out) {
-		debug_exit(vm, size, data);
-		return IO_CLASS_PLATFORM;
-	}
-	if (port == LULL_HCALL_PORT && out && count == 1) {
-		hypercall_exit(vm, cpu_of(v));
-		return IO_CLASS_HYPERCALL;
-	}
-	if (power_port(vm, v, port, out, size, data))
-		return IO_CLASS_PLATFORM;
 	log_unclaimed_port(vm, v, port, out, size);
 	if (!out)
 		memset(data, 0xff, size);
@@ -134,6 +188,27 @@ static bool first_sighting(struct unclaimed *u, uint64_t key)
 #define MSR_KEY (1ull << 63)
 #define IPI_KEY (1ull << 62)
 
+/* The device map, MMIO side: as the port side, rows of platform.h. */
+struct mmio_range {
+	uint64_t base, len;
+	void (*handle)(struct vm *vm, uint64_t offset, bool write,
+		       unsigned len, uint8_t *data);
+};
+
+static void ioapic_page(struct vm *vm, uint64_t offset, bool write,
+			unsigned len, uint8_t *data)
+{
+	ioapic_mmio(&vm->ioapic, offset, write, len, data);
+}
+
+static const struct mmio_range mmio_map[] = {
+	{ PLATFORM_IOAPIC_GPA, PLATFORM_IOAPIC_SIZE, ioapic_page },
+};
+
+/*
+ * A vCPU's own local APIC page comes first: it is not in the map because
+ * each vCPU's may move (IA32_APIC_BASE) and only that vCPU sees it.
+ */
 static void mmio(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 		 uint8_t *data)
 {
@@ -141,11 +216,13 @@ static void mmio(struct vcpu *v, uint64_t addr, bool write, unsigned len,
 
 	if (apic_mmio(v, addr, write, len, data))
 		return;
-	if (addr >= PLATFORM_IOAPIC_GPA &&
-	    addr - PLATFORM_IOAPIC_GPA < PLATFORM_IOAPIC_SIZE) {
-		ioapic_mmio(&vm->ioapic, addr - PLATFORM_IOAPIC_GPA, write, len,
-			    data);
-		return;
+	for (size_t i = 0; i < ARRAY_SIZE(mmio_map); i++) {
+		const struct mmio_range *r = &mmio_map[i];
+
+		if (addr >= r->base && addr - r->base < r->len) {
+			r->handle(vm, addr - r->base, write, len, data);
+			return;
+		}
 	}
 	atomic_fetch_add_explicit(&vm->unclaimed.mmio, 1, memory_order_relaxed);
 	if (!write)
