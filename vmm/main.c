@@ -18,6 +18,7 @@
 #include "platform.h"
 #include "vmm/sandbox.h"
 #include "vmm/stats.h"
+#include "vmm/builder.h"
 #include "vmm/vm.h"
 
 /* LULL_VERSION comes from meson.build's project version. */
