@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 #include <unistd.h>
 
 #include "loader/errmsg.h"
-#include "loader/pvh.h"
+#include "loader/guest_file.h"
 
 static const char *file_kind(mode_t mode)
 {
@@ -76,7 +77,7 @@ static int read_open_file(int fd, void **buf, size_t *size, char *err,
 				      "its size reads 0 but it has content (a /proc or /sys file?): not a guest image");
 		return errmsg(err, err_len, EINVAL, "the file is empty");
 	}
-	if ((unsigned long long)st.st_size > PVH_MAX_FILE_SIZE)
+	if ((unsigned long long)st.st_size > GUEST_FILE_MAX_SIZE)
 		return errmsg(
 			err, err_len, EFBIG,
 			"%lld bytes is too large: lull refuses guest images over 1 GiB",
@@ -97,8 +98,8 @@ static int read_open_file(int fd, void **buf, size_t *size, char *err,
 	return 0;
 }
 
-int pvh_read_file(const char *path, void **buf, size_t *size, char *err,
-		  size_t err_len)
+int guest_file_read(const char *path, void **buf, size_t *size, char *err,
+		    size_t err_len)
 {
 	int fd, ret;
 

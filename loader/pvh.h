@@ -77,16 +77,4 @@ int pvh_add_initrd(void *ram, uint64_t ram_size, uint64_t paddr, uint64_t size,
 unsigned int pvh_memory_map(uint64_t ram_size,
 			    struct lull_hvm_memmap_entry map[PVH_MEMMAP_MAX]);
 
-/*
- * Reads a whole regular file (the guest ELF) into a malloc'd buffer the
- * caller frees. Refuses missing, unreadable, non-regular, empty and
- * larger-than-PVH_MAX_FILE_SIZE files with errno from the failing call
- * (-ENOENT, -EACCES, ...), -EINVAL (not regular, empty) or -EFBIG. The
- * sentence in err does not repeat the path: print "<path>: <err>".
- */
-#define PVH_MAX_FILE_SIZE (1ull << 30)
-
-int pvh_read_file(const char *path, void **buf, size_t *size, char *err,
-		  size_t err_len);
-
 #endif

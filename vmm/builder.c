@@ -19,6 +19,7 @@
 #include "loader/acpi.h"
 #include "loader/boot.h"
 #include "loader/bzimage.h"
+#include "loader/guest_file.h"
 #include "loader/initrd.h"
 #include "loader/pvh.h"
 #include "timers/clock.h"
@@ -180,7 +181,7 @@ static int load_initrd(struct vm *vm, struct loaded_guest *g)
 	size_t size;
 	int r;
 
-	r = pvh_read_file(path, &file, &size, err, sizeof(err));
+	r = guest_file_read(path, &file, &size, err, sizeof(err));
 	if (r < 0)
 		goto fail;
 	r = initrd_place(vm->ram_size, size, limit, g->kernel_start,
@@ -206,7 +207,7 @@ static int load_guest(struct vm *vm, struct loaded_guest *g)
 	size_t size;
 	int r;
 
-	r = pvh_read_file(vm->cfg.guest_path, &file, &size, err, sizeof(err));
+	r = guest_file_read(vm->cfg.guest_path, &file, &size, err, sizeof(err));
 	if (r < 0) {
 		vm_err(vm, "%s: %s", vm->cfg.guest_path, err);
 		return -LULL_EXIT_BAD_GUEST;
