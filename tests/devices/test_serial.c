@@ -31,7 +31,7 @@ enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
 #define IIR_THRE 0x02
 
 static struct console con; /* big: not on the stack */
-/* the writer thread lull gives its console (vmm/vm.c) */
+/* the writer thread lull gives its console (vmm/builder.c) */
 static const struct console_thread console_thread = {
 	.wake_signal = SIG_VCPU_KICK,
 	.confine = sandbox_enter_console,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The AML emitter (vmm/aml.c) against the encodings of ACPI 6.3 section
+ * The AML emitter (loader/aml.c) against the encodings of ACPI 6.3 section
  * 20: integers in their shortest form, name strings (root, dual and multi
  * name prefixes, '_' padding), PkgLength in one byte and in several at its
  * boundaries, Buffer's size, and misuse that must fail without writing

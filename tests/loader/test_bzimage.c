@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The bzImage loader (vmm/bzimage.c) and the initrd's place
- * (vmm/initrd.c): every refusal with its sentence and no byte of RAM
+ * The bzImage loader (loader/bzimage.c) and the initrd's place
+ * (loader/initrd.c): every refusal with its sentence and no byte of RAM
  * written, the kernel copied to pref_address, boot_params as the boot
  * protocol defines it, the GDT and page tables of the 64-bit entry.
  * The images are synthetic: a setup header built field by field, as

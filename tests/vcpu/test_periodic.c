@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The missed-ticks rule every periodic timer follows (vcpu/periodic.h). */
+/* The missed-ticks rule every periodic timer follows (timers/periodic.h). */
 #include <criterion/criterion.h>
 
 #include "vcpu/apic.h"
