@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "timers/clock.h"
 #include "devices/console.h"
+#include "timers/clock.h"
 
 /*
  * The writer takes no signal but the two meant for it: the kick that

@@ -5,8 +5,8 @@
 
 #include "lull_abi.h"
 
-#include "platform.h"
 #include "devices/power.h"
+#include "platform.h"
 
 _Static_assert(PLATFORM_RESET_VALUE & PLATFORM_RESET_CPU,
 	       "the FADT's reset value must reset");

@@ -16,11 +16,11 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "lull_abi.h"
 #include "loader/acpi.h"
 #include "loader/aml.h"
 #include "loader/boot.h"
 #include "loader/errmsg.h"
+#include "lull_abi.h"
 #include "platform.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

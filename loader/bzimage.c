@@ -16,8 +16,8 @@
 
 #include "loader/bzimage.h"
 #include "loader/errmsg.h"
-#include "lull_abi.h"
 #include "loader/pvh.h"
+#include "lull_abi.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the loader reads little-endian setup header fields in host order"

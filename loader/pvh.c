@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lull_abi.h"
 #include "loader/errmsg.h"
 #include "loader/pvh.h"
+#include "lull_abi.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the loader reads little-endian ELF fields in host order"

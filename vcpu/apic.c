@@ -2,11 +2,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "vcpu/apic.h"
-#include "timers/clock.h"
 #include "container_of.h"
 #include "lull_abi.h"
+#include "timers/clock.h"
 #include "timers/periodic.h"
+#include "vcpu/apic.h"
 #include "vcpu/vcpu.h"
 
 /* Writable bits of each LVT entry (delivery status and remote IRR read 0). */

@@ -2,8 +2,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "timers/clock.h"
 #include "container_of.h"
+#include "timers/clock.h"
 #include "timers/periodic.h"
 #include "vcpu/pvtimer.h"
 #include "vcpu/vcpu.h"

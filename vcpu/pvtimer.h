@@ -24,8 +24,8 @@
 #include <stdint.h>
 
 #include "lull_abi.h"
-#include "vcpu/pvclock.h"
 #include "timers/wheel.h"
+#include "vcpu/pvclock.h"
 
 struct vcpu;
 

@@ -25,10 +25,10 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "timers/wheel.h"
 #include "vcpu/apic.h"
 #include "vcpu/histogram.h"
 #include "vcpu/idle.h"
-#include "timers/wheel.h"
 
 /* The kick signal: blocked everywhere except inside KVM_RUN. */
 #define SIG_VCPU_KICK SIGUSR1

@@ -4,13 +4,13 @@
 #include <string.h>
 
 #include "container_of.h"
-#include "vmm/hypercall.h"
-#include "vmm/exits.h"
 #include "devices/ioapic.h"
-#include "platform.h"
 #include "devices/power.h"
-#include "vmm/sandbox.h"
 #include "devices/serial.h"
+#include "platform.h"
+#include "vmm/exits.h"
+#include "vmm/hypercall.h"
+#include "vmm/sandbox.h"
 #include "vmm/vm.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

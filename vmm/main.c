@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 
 #include "loader/bzimage.h"
-#include "timers/clock.h"
 #include "platform.h"
+#include "timers/clock.h"
+#include "vmm/builder.h"
 #include "vmm/sandbox.h"
 #include "vmm/stats.h"
-#include "vmm/builder.h"
 #include "vmm/vm.h"
 
 /* LULL_VERSION comes from meson.build's project version. */

@@ -22,14 +22,14 @@
 #include <stdint.h>
 
 #include "devices/console.h"
-#include "vmm/exit_status.h"
-#include "vmm/exits.h"
 #include "devices/ioapic.h"
 #include "devices/power.h"
+#include "devices/serial.h"
 #include "vcpu/pvclock.h"
 #include "vcpu/pvtimer.h"
-#include "devices/serial.h"
 #include "vcpu/vcpu.h"
+#include "vmm/exit_status.h"
+#include "vmm/exits.h"
 
 /* Wakes the main thread when a vCPU (or anything) stops the VM. */
 #define SIG_VM_STOP SIGUSR2

@@ -7,8 +7,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "timers/clock.h"
 #include "devices/ioapic.h"
+#include "timers/clock.h"
 #include "vcpu/vcpu.h"
 
 #define MAX_SENT 64

@@ -9,9 +9,9 @@
 
 #include <criterion/criterion.h>
 
+#include "devices/power.h"
 #include "lull_abi.h"
 #include "platform.h"
-#include "devices/power.h"
 
 static enum power_event write8(struct power *p, uint16_t port, uint8_t v)
 {

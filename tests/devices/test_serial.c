@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "devices/serial.h"
 #include "lull_abi.h"
 #include "vcpu/vcpu.h"
 #include "vmm/sandbox.h"
-#include "devices/serial.h"
 
 enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
 #define FCR IIR

@@ -91,10 +91,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vcpu/apic.h"
-#include "timers/clock.h"
 #include "fuzz.h"
 #include "lull_abi.h"
+#include "timers/clock.h"
+#include "vcpu/apic.h"
 #include "vcpu/vcpu.h"
 
 #define MAX_VCPUS 3

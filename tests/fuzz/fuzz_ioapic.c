@@ -97,8 +97,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "devices/ioapic.h"
+#include "fuzz.h"
 
 #define PINS PLATFORM_IOAPIC_PINS
 #define MAX_OPS 512

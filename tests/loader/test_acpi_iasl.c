@@ -19,8 +19,8 @@
 
 #include <criterion/criterion.h>
 
-#include "lull_abi.h"
 #include "loader/acpi.h"
+#include "lull_abi.h"
 
 extern char **environ;
 

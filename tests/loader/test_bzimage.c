@@ -15,8 +15,8 @@
 
 #include "loader/bzimage.h"
 #include "loader/initrd.h"
-#include "lull_abi.h"
 #include "loader/pvh.h"
+#include "lull_abi.h"
 
 #define MiB (1ull << 20)
 #define RAM_SIZE (96 * MiB)

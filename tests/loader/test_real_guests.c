@@ -10,9 +10,9 @@
 
 #include <criterion/criterion.h>
 
-#include "lull_abi.h"
 #include "loader/guest_file.h"
 #include "loader/pvh.h"
+#include "lull_abi.h"
 
 #define RAM_SIZE (64ull << 20)
 

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "timers/clock.h"
 #include "lull_abi.h"
+#include "timers/clock.h"
 #include "vcpu/vcpu.h"
 
 static struct apic_ipi routed[8];

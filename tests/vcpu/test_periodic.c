@@ -2,9 +2,9 @@
 /* The missed-ticks rule every periodic timer follows (timers/periodic.h). */
 #include <criterion/criterion.h>
 
-#include "vcpu/apic.h"
 #include "lull_abi.h"
 #include "timers/periodic.h"
+#include "vcpu/apic.h"
 
 #define PERIOD 1000000ull
 #define DUE 5000000ull
