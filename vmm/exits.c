@@ -40,14 +40,6 @@ static void log_unclaimed_port(struct vm *vm, struct vcpu *v, uint16_t port,
 		out ? "dropped" : "reads all ones");
 }
 
-/*
- * The device map, port side: one row per range, in the order of
- * include/platform.h's map. A handler returns false for an access its
- * device does not take (a COM1 access wider than a byte, a read of
- * debug-exit): that access is unclaimed, as at a port nobody has. Adding
- * a device is a file in devices/, a row here, a line in the builder and
- * its address in platform.h (docs/architecture.md, "Adding a device").
- */
 /* One access at a port, as the exit gave it. */
 struct port_access {
 	uint16_t port;
@@ -57,6 +49,15 @@ struct port_access {
 	uint8_t *data;
 };
 
+/*
+ * The device map, port side (port_map, below): one row per range, in the
+ * order of include/platform.h's map. A handler returns false for an
+ * access its device does not take (a COM1 access wider than a byte, a
+ * read of debug-exit): that access is unclaimed, as at a port nobody has.
+ * Adding a device is a file in devices/, a row in port_map or mmio_map, a
+ * line in the builder and its address in platform.h (docs/architecture.md,
+ * "Adding a device").
+ */
 struct port_range {
 	uint16_t base, len;
 	enum io_class class; /* --stats: io_exits_by_device */
@@ -139,8 +140,9 @@ static const struct port_range port_map[] = {
 };
 
 /* One access (of a string instruction's count); returns who took it. */
-static enum io_class port_access(struct vcpu *v, uint16_t port, bool out,
-				 unsigned size, unsigned count, uint8_t *data)
+static enum io_class dispatch_port(struct vcpu *v, uint16_t port, bool out,
+				   unsigned size, unsigned count,
+				   uint8_t *data)
 {
 	const struct port_access a = { port, out, size, count, data };
 	struct vm *vm = vcpu_vm(v);
@@ -164,7 +166,7 @@ static void port_io(struct vcpu *v, uint16_t port, bool out, unsigned size,
 	enum io_class class = IO_CLASS_UNCLAIMED;
 
 	for (unsigned i = 0; i < count; i++, data += size)
-		class = port_access(v, port, out, size, count, data);
+		class = dispatch_port(v, port, out, size, count, data);
 	cpu_of(v)->io_exits[class]++;
 }
 
