@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Host time: CLOCK_MONOTONIC in ns, the time base of every timer in lull,
  * CLOCK_MONOTONIC_RAW (the clock KVM counts a held guest TSC on, see
- * vmm/pvclock.h), and the saturating sum every deadline computation uses. */
+ * vcpu/pvclock.h), and the saturating sum every deadline computation uses. */
 #ifndef LULL_CLOCK_H
 #define LULL_CLOCK_H
 

@@ -19,8 +19,8 @@
 #include <assert.h>
 #include <errno.h>
 
-#include "wheel.h"
-#include "wheel_internal.h"
+#include "timers/wheel.h"
+#include "timers/wheel_internal.h"
 
 static_assert(sizeof(struct wheel_timer) <= 48,
 	      "a timer must fit in 48 bytes (it is embedded per guest timer)");

@@ -16,8 +16,8 @@
  * slot, which is what keeps hard timers exact to the tick.
  */
 
-#include "wheel.h"
-#include "wheel_internal.h"
+#include "timers/wheel.h"
+#include "timers/wheel_internal.h"
 
 /* The first key of @base's earliest slot, and its level; NEVER if empty. */
 static hot_inline uint64_t base_event(const struct wheel *w, unsigned base,

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "container_of.h"
-#include "wheel.h"
+#include "timers/wheel.h"
 
 /* Plain inline lays rearm() out worse: mod_far ~4% slower at N = 128. */
 #define hot_inline inline __attribute__((always_inline))

@@ -17,7 +17,7 @@
  */
 #include <assert.h>
 
-#include "wheel_internal.h"
+#include "timers/wheel_internal.h"
 
 /* Cut the ascending run that starts at @run; return what follows it. */
 static struct wheel_link *cut_run(struct wheel_link *run)

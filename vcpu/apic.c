@@ -2,12 +2,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "apic.h"
-#include "clock.h"
 #include "container_of.h"
 #include "lull_abi.h"
-#include "periodic.h"
-#include "vcpu.h"
+#include "timers/clock.h"
+#include "timers/periodic.h"
+#include "vcpu/apic.h"
+#include "vcpu/vcpu.h"
 
 /* Writable bits of each LVT entry (delivery status and remote IRR read 0). */
 static const uint32_t lvt_writable[APIC_NR_LVT] = {

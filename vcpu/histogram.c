@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "histogram.h"
+#include "vcpu/histogram.h"
 
 /*
  * Values below HIST_SUBS get a bucket each. Above, a value with its top bit

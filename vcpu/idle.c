@@ -6,8 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "idle.h"
+#include "timers/clock.h"
+#include "vcpu/idle.h"
 
 #define IDLE_READ_TAG 1
 

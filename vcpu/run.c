@@ -12,8 +12,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "vcpu.h"
+#include "timers/clock.h"
+#include "vcpu/vcpu.h"
 
 static bool stopping(const struct vcpu *v)
 {

@@ -7,8 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "vcpu.h"
+#include "timers/clock.h"
+#include "vcpu/vcpu.h"
 
 static void kick_handler(int sig)
 {

@@ -25,10 +25,10 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "apic.h"
-#include "histogram.h"
-#include "idle.h"
-#include "wheel.h"
+#include "timers/wheel.h"
+#include "vcpu/apic.h"
+#include "vcpu/histogram.h"
+#include "vcpu/idle.h"
 
 /* The kick signal: blocked everywhere except inside KVM_RUN. */
 #define SIG_VCPU_KICK SIGUSR1

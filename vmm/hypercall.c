@@ -2,9 +2,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "clock.h"
-#include "hypercall.h"
-#include "vm.h"
+#include "timers/clock.h"
+#include "vmm/hypercall.h"
+#include "vmm/vm.h"
 
 static int64_t bad(struct vm *vm, struct vm_cpu *cpu, enum hc_error kind,
 		   int64_t err, const char *fmt, uint64_t value)

@@ -13,12 +13,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bzimage.h"
-#include "clock.h"
+#include "loader/bzimage.h"
 #include "platform.h"
-#include "sandbox.h"
-#include "stats.h"
-#include "vm.h"
+#include "timers/clock.h"
+#include "vmm/builder.h"
+#include "vmm/sandbox.h"
+#include "vmm/stats.h"
+#include "vmm/vm.h"
 
 /* LULL_VERSION comes from meson.build's project version. */
 #define STRINGIFY(x) #x

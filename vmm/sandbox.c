@@ -14,8 +14,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "exit_status.h"
-#include "sandbox.h"
+#include "vmm/exit_status.h"
+#include "vmm/sandbox.h"
 
 /* Above every x86-64 system call number: the report's name table. */
 #define SYSCALL_NAMES 512

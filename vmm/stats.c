@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stats.h"
-#include "vm.h"
+#include "vmm/stats.h"
+#include "vmm/vm.h"
 
 static const char *const hc_error_names[HC_ERR_KINDS] = {
 	[HC_ERR_OP] = "op",	    [HC_ERR_SLOT] = "slot",

@@ -2,12 +2,15 @@
 /*
  * The virtual machine: guest RAM, vCPUs, devices and the way it stops.
  *
- * vm_create() builds everything from a vm_config and loads the guest;
- * vm_run() starts the vCPU threads and waits for the first reason to stop
- * (debug-exit write, ACPI power-off or a reset, guest crash, --timeout,
- * SIGINT/SIGTERM), then stops
- * every vCPU and returns lull's exit status. Errors inside are negative errno
- * values with one sentence in vm->error; main() prints it.
+ * vm_create() (builder.h) builds everything from a vm_config and loads
+ * the guest. vm_run() (vm.c) starts the vCPU threads and waits for the
+ * first reason to stop (debug-exit write, ACPI power-off or a reset, guest
+ * crash, --timeout, SIGINT/SIGTERM), then stops every vCPU and returns
+ * lull's exit status. Errors inside are negative errno values with one
+ * sentence in vm->error; main() prints it.
+ *
+ * Calls go one way: builder.c -> exits.c (the vcpu_ops and device
+ * callbacks it installs) -> hypercall.c -> vm.c (stop, guest RAM).
  */
 #ifndef LULL_VM_H
 #define LULL_VM_H
@@ -18,15 +21,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "console.h"
-#include "exit_status.h"
-#include "io.h"
-#include "ioapic.h"
-#include "power.h"
-#include "pvclock.h"
-#include "pvtimer.h"
-#include "serial.h"
-#include "vcpu.h"
+#include "devices/console.h"
+#include "devices/ioapic.h"
+#include "devices/power.h"
+#include "devices/serial.h"
+#include "vcpu/pvclock.h"
+#include "vcpu/pvtimer.h"
+#include "vcpu/vcpu.h"
+#include "vmm/exit_status.h"
+#include "vmm/exits.h"
 
 /* Wakes the main thread when a vCPU (or anything) stops the VM. */
 #define SIG_VM_STOP SIGUSR2
@@ -134,7 +137,6 @@ struct vm {
 	char error[256];
 };
 
-int vm_create(struct vm *vm, const struct vm_config *cfg);
 int vm_run(struct vm *vm);
 void vm_destroy(struct vm *vm);
 

@@ -19,8 +19,8 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-#include "clock.h"
-#include "pvclock.h"
+#include "timers/clock.h"
+#include "vcpu/pvclock.h"
 
 static int tsc_khz(void)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "clock.h"
+#include "timers/clock.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -43,11 +43,13 @@ trap 'rm -rf "$tmp"' EXIT
 # function starts a cache line on both sides: otherwise a change to one
 # function moves the others, and a few-ns operation whose code did not
 # change reads up to ~15% off from where it now sits.
+# -I the tree's root: includes that name their folder ("timers/wheel.h");
+# -I timers/: a revision from before they did.
 so() { # so SRC_DIR OUT
 	# shellcheck disable=SC2046 # one word per flag
 	gcc -O3 -fPIC -shared -std=gnu11 -D_GNU_SOURCE -falign-functions=64 \
 		$(grep -o "'-f[^']*'" "$1/timers/meson.build" | tr -d "'") \
-		-I"$1/timers" -I"$1/include" "$1/timers/wheel.c" \
+		-I"$1" -I"$1/timers" -I"$1/include" "$1/timers/wheel.c" \
 		"$1/timers/wheel_advance.c" "$1/timers/wheel_sort.c" -o "$2"
 }
 tree() { # tree REV DIR: timers/ and include/ of REV, or of the working tree

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wheel.h"
+#include "timers/wheel.h"
 #include "workload.h" /* the timers of wheel-bench */
 
 enum ab_op {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "heap.h"
-#include "wheel.h"
+#include "timers/wheel.h"
 #include "workload.h"
 
 #define CACHED_QUERIES 1000000

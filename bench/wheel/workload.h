@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "wheel.h"
+#include "timers/wheel.h"
 
 #define START_NS (1ull << 30) /* arbitrary, tick-aligned start */
 #define RANGE_NS (1ull << 30) /* expiries spread over ~1.07 s */

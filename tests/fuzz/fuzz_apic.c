@@ -5,7 +5,7 @@
  * the vCPU's wheel, and the IPIs and INITs it sends to other vCPUs.
  *
  * Each input builds 1-3 vCPUs without KVM (vcpu_init with no fds, as
- * tests/vcpu does) whose vcpu_ops route IPIs among them the way vmm/io.c
+ * tests/vcpu does) whose vcpu_ops route IPIs among them the way vmm/exits.c
  * does: apic_accepts and the shorthand decide the targets, which get
  * vcpu_post_vector/init/sipi. Posted work joins a target's APIC only when
  * that vCPU catches up, as run.c's catch_up does on every return to the
@@ -91,11 +91,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apic.h"
-#include "clock.h"
 #include "fuzz.h"
 #include "lull_abi.h"
-#include "vcpu.h"
+#include "timers/clock.h"
+#include "vcpu/apic.h"
+#include "vcpu/vcpu.h"
 
 #define MAX_VCPUS 3
 #define MAX_OPS 512
@@ -165,7 +165,7 @@ static uint64_t page_of(const struct vcpu *v)
 	return base_of(v) & BASE_ADDR_MASK;
 }
 
-/* vmm/io.c's routing, over the harness's vCPUs. */
+/* vmm/exits.c's routing, over the harness's vCPUs. */
 static void route(struct vcpu *from, const struct apic_ipi *ipi)
 {
 	/* the sender keeps self IPIs, rejects bad vectors, says its mode */

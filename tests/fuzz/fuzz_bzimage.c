@@ -29,9 +29,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bzimage.h"
-#include "initrd.h"
 #include "fuzz.h"
+#include "loader/bzimage.h"
+#include "loader/initrd.h"
 #include "lull_abi.h"
 
 #define RAM_SIZE (64ull << 20)

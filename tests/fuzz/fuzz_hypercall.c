@@ -60,13 +60,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "timers/clock.h"
 #include "fuzz.h"
-#include "hypercall.h"
-#include "io.h"
+#include "vmm/hypercall.h"
+#include "vmm/exits.h"
 #include "platform.h"
-#include "serial.h"
-#include "vm.h"
+#include "devices/serial.h"
+#include "vmm/vm.h"
 
 #define MAX_VCPUS 3
 #define MAX_OPS 512

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness for the I/O APIC (vmm/ioapic.c), checked against a
- * small model of the 82093AA written from vmm/ioapic.h's contract.
+ * libFuzzer harness for the I/O APIC (devices/ioapic.c), checked against a
+ * small model of the 82093AA written from devices/ioapic.h's contract.
  *
  * Each input starts from ioapic_init with a deliver callback that records
  * every message (and checks it runs under the I/O APIC's lock, as the
@@ -97,8 +97,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "devices/ioapic.h"
 #include "fuzz.h"
-#include "ioapic.h"
 
 #define PINS PLATFORM_IOAPIC_PINS
 #define MAX_OPS 512

@@ -29,8 +29,8 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "loader/pvh.h"
 #include "lull_abi.h"
-#include "pvh.h"
 
 #define RAM_SIZE (4ull << 20)
 

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "hypercall.h"
-#include "vm.h"
+#include "timers/clock.h"
+#include "vmm/hypercall.h"
+#include "vmm/vm.h"
 
 #define RAM_SIZE (4ull << 20)
 #define NR_VCPUS 3

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "pvclock.h"
+#include "timers/clock.h"
+#include "vcpu/pvclock.h"
 
 static const uint64_t rates_hz[] = { 1000000ull,    100000000ull,
 				     999999999ull,  1000000000ull,

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hypercall.h"
-#include "vm.h"
+#include "vmm/hypercall.h"
+#include "vmm/vm.h"
 
 #define RAM_SIZE (1ull << 20)
 #define NR_SLOTS 128

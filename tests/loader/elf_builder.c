@@ -6,8 +6,8 @@
 
 #include <criterion/criterion.h>
 
-#include "lull_abi.h"
 #include "elf_builder.h"
+#include "lull_abi.h"
 
 static const uint8_t pvh_note_4[] = {
 	4,

@@ -16,8 +16,8 @@
 
 #include <criterion/criterion.h>
 
+#include "loader/acpi.h"
 #include "lull_abi.h"
-#include "acpi.h"
 #include "platform.h"
 
 #define RAM_SIZE (2ull << 20)

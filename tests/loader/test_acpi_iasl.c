@@ -19,8 +19,8 @@
 
 #include <criterion/criterion.h>
 
+#include "loader/acpi.h"
 #include "lull_abi.h"
-#include "acpi.h"
 
 extern char **environ;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The AML emitter (vmm/aml.c) against the encodings of ACPI 6.3 section
+ * The AML emitter (loader/aml.c) against the encodings of ACPI 6.3 section
  * 20: integers in their shortest form, name strings (root, dual and multi
  * name prefixes, '_' padding), PkgLength in one byte and in several at its
  * boundaries, Buffer's size, and misuse that must fail without writing
@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "aml.h"
+#include "loader/aml.h"
 
 static uint8_t buf[4096];
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The bzImage loader (vmm/bzimage.c) and the initrd's place
- * (vmm/initrd.c): every refusal with its sentence and no byte of RAM
+ * The bzImage loader (loader/bzimage.c) and the initrd's place
+ * (loader/initrd.c): every refusal with its sentence and no byte of RAM
  * written, the kernel copied to pref_address, boot_params as the boot
  * protocol defines it, the GDT and page tables of the 64-bit entry.
  * The images are synthetic: a setup header built field by field, as
@@ -13,10 +13,10 @@
 
 #include <criterion/criterion.h>
 
-#include "bzimage.h"
-#include "initrd.h"
+#include "loader/bzimage.h"
+#include "loader/initrd.h"
+#include "loader/pvh.h"
 #include "lull_abi.h"
-#include "pvh.h"
 
 #define MiB (1ull << 20)
 #define RAM_SIZE (96 * MiB)

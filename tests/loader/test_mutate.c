@@ -16,9 +16,9 @@
 
 #include <criterion/criterion.h>
 
-#include "lull_abi.h"
 #include "elf_builder.h"
-#include "pvh.h"
+#include "loader/pvh.h"
+#include "lull_abi.h"
 
 #define ITERATIONS 100000
 #define FUZZ_RAM_SIZE 0x300000ull /* the good image ends at 0x203000 */

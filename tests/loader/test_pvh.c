@@ -12,9 +12,9 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
-#include "lull_abi.h"
 #include "elf_builder.h"
-#include "pvh.h"
+#include "loader/pvh.h"
+#include "lull_abi.h"
 
 #define RAM_SIZE (16ull << 20)
 #define CANARY 0xa5

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* pvh_read_file: reads regular files whole, refuses everything else clearly. */
+/* guest_file_read: reads regular files whole, refuses the rest clearly. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pvh.h"
+#include "loader/guest_file.h"
 
 static char dir[] = "/tmp/lull-loader-test-XXXXXX";
 
@@ -44,7 +45,7 @@ static void expect_refused(const char *path, int want_errno, const char *word)
 	size_t size = 12345;
 	char err[512] = "";
 
-	cr_assert_eq(pvh_read_file(path, &buf, &size, err, sizeof(err)),
+	cr_assert_eq(guest_file_read(path, &buf, &size, err, sizeof(err)),
 		     -want_errno, "%s: %s", path, err);
 	cr_expect(strstr(err, word), "message \"%s\" lacks \"%s\"", err, word);
 	/* The caller prints "<path>: <err>", so the path is not in err. */
@@ -73,7 +74,7 @@ Test(read_file, reads_whole_file)
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = i * 13;
 	write_file(path, data, sizeof(data));
-	cr_assert_eq(pvh_read_file(path, &buf, &size, err, sizeof(err)), 0,
+	cr_assert_eq(guest_file_read(path, &buf, &size, err, sizeof(err)), 0,
 		     "%s", err);
 	cr_expect_eq(size, sizeof(data));
 	cr_expect_arr_eq(buf, data, sizeof(data));
@@ -113,7 +114,7 @@ Test(read_file, larger_than_1gib)
 
 	cr_assert_geq(fd, 0);
 	/* Sparse: no disk space used. */
-	cr_assert_eq(ftruncate(fd, PVH_MAX_FILE_SIZE + 1), 0);
+	cr_assert_eq(ftruncate(fd, GUEST_FILE_MAX_SIZE + 1), 0);
 	close(fd);
 	expect_refused(path, EFBIG, "over 1 GiB");
 }

@@ -10,8 +10,9 @@
 
 #include <criterion/criterion.h>
 
+#include "loader/guest_file.h"
+#include "loader/pvh.h"
 #include "lull_abi.h"
-#include "pvh.h"
 
 #define RAM_SIZE (64ull << 20)
 
@@ -23,7 +24,7 @@ static void check_guest(const char *path, uint8_t *ram)
 	void *file;
 	size_t size;
 
-	cr_assert_eq(pvh_read_file(path, &file, &size, err, sizeof(err)), 0,
+	cr_assert_eq(guest_file_read(path, &file, &size, err, sizeof(err)), 0,
 		     "%s", err);
 	cr_assert_eq(
 		pvh_load_elf(file, size, ram, RAM_SIZE, &img, err, sizeof(err)),

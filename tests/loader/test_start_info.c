@@ -9,8 +9,8 @@
 
 #include <criterion/criterion.h>
 
+#include "loader/pvh.h"
 #include "lull_abi.h"
-#include "pvh.h"
 
 static struct lull_hvm_start_info start_info(const uint8_t *ram)
 {

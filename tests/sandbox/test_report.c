@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exit_status.h"
-#include "sandbox.h"
+#include "vmm/exit_status.h"
+#include "vmm/sandbox.h"
 
 enum child_role { CONSOLE, VCPU, CONSOLE_UNFILTERED };
 

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "model.h"
-#include "wheel.h"
+#include "timers/wheel.h"
 
 #define CHECK(cond, ...)                             \
 	do {                                         \

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "wheel.h"
+#include "timers/wheel.h"
 
 #define TICK 1024ull
 #define MAX_LOG 64

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "lull_abi.h"
-#include "vcpu.h"
+#include "timers/clock.h"
+#include "vcpu/vcpu.h"
 
 static struct apic_ipi routed[8];
 static unsigned nr_routed;

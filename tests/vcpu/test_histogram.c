@@ -2,7 +2,7 @@
 /* The vCPU's latency histogram. */
 #include <criterion/criterion.h>
 
-#include "histogram.h"
+#include "vcpu/histogram.h"
 
 Test(histogram, quantiles_within_a_sixteenth_and_exact_max)
 {

@@ -9,8 +9,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "vcpu.h"
+#include "timers/clock.h"
+#include "vcpu/vcpu.h"
 
 static bool kick_fd_readable(struct idle_wait *iw)
 {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* The missed-ticks rule every periodic timer follows (vcpu/periodic.h). */
+/* The missed-ticks rule every periodic timer follows (timers/periodic.h). */
 #include <criterion/criterion.h>
 
-#include "apic.h"
 #include "lull_abi.h"
-#include "periodic.h"
+#include "timers/periodic.h"
+#include "vcpu/apic.h"
 
 #define PERIOD 1000000ull
 #define DUE 5000000ull

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state a vCPU starts in: CPUID (KVM's supported set, one APIC ID per
+ * vCPU, the local APIC only where the VM has lull's, lull's hypervisor
+ * leaves at 0x40000000 and KVM's at 0x40000100 with only what KVM serves
+ * without an irqchip: kvmclock) and the entry state of one of two boot
+ * protocols. PVH: 32-bit protected mode, flat segments, paging off,
+ * ebx = start_info. Linux's 64-bit boot protocol (a bzImage): long mode
+ * on the page tables and GDT bzimage.c wrote in the boot area, CS
+ * __BOOT_CS, the data segments __BOOT_DS, rsi = boot_params. Interrupts
+ * off in both. Guests tell vCPUs apart by APIC ID. docs/abi.md lists
+ * every leaf and bit.
+ */
+#ifndef LULL_BOOT_H
+#define LULL_BOOT_H
+
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum boot_protocol {
+	BOOT_PVH, /* a PVH ELF: lull's guests, a Linux vmlinux */
+	BOOT_LINUX_64, /* a bzImage, entered at its 64-bit entry point */
+};
+
+struct boot_entry {
+	enum boot_protocol protocol;
+	uint64_t rip;
+	/* PVH: hvm_start_info's GPA (ebx); Linux: boot_params' GPA (rsi) */
+	uint64_t info;
+};
+
+/*
+ * What lull's CPUID leaves tell every vCPU about the VM (docs/abi.md):
+ * the builder fills it from the command line, so that the loader needs
+ * nothing of the VM's own types.
+ */
+struct boot_leaves {
+	unsigned nr_vcpus;
+	unsigned nr_slots; /* PV timer slots per vCPU */
+	unsigned missed_ticks; /* LULL_MISSED_* */
+	unsigned timer_mode; /* LULL_MODE_* */
+};
+
+/* CPUID.1:EBX[31:24], the initial APIC ID, is how a vCPU finds its index. */
+#define LULL_MAX_VCPUS 256u
+
+/* Allocates *out (caller frees) with KVM_GET_SUPPORTED_CPUID's answer. */
+int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out);
+/*
+ * apic: the VM has lull's local APIC (x2APIC, TSC-deadline timer), so
+ * CPUID.1 advertises it; otherwise it says there is none.
+ */
+int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
+		    unsigned index, const struct boot_leaves *leaves, bool apic,
+		    const struct boot_entry *entry);
+
+#endif

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * COM1's interrupt model: the THRE interrupt's raise and clear rules, IIR,
+ * OUT2 gating of the line, and the console's backpressure. Most tests use
+ * a console with no writer thread (bytes only queue); the last one runs
+ * the real writer into a FIFO that the test drains.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "devices/serial.h"
+#include "lull_abi.h"
+#include "vcpu/vcpu.h"
+#include "vmm/sandbox.h"
+
+enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
+#define FCR IIR
+#define ETBEI 0x02
+#define OUT2 0x08
+#define LOOP 0x10
+#define IIR_NONE 0x01
+#define IIR_THRE 0x02
+
+static struct console con; /* big: not on the stack */
+/* the writer thread lull gives its console (vmm/builder.c) */
+static const struct console_thread console_thread = {
+	.wake_signal = SIG_VCPU_KICK,
+	.confine = sandbox_enter_console,
+};
+static struct serial uart;
+static atomic_bool line;
+static atomic_uint line_changes;
+
+static void irq(void *opaque, bool level)
+{
+	(void)opaque;
+	atomic_store(&line, level);
+	atomic_fetch_add(&line_changes, 1);
+}
+
+/* A console whose ring fills and never drains: no writer, no file. */
+static void quiet_console(void)
+{
+	memset(&con, 0, sizeof(con));
+	pthread_mutex_init(&con.lock, NULL);
+	pthread_cond_init(&con.more, NULL);
+	pthread_cond_init(&con.drained, NULL);
+	con.fd = -1;
+	serial_init(&uart, &con);
+	serial_set_irq(&uart, irq, NULL);
+	atomic_store(&line, false);
+	atomic_store(&line_changes, 0);
+}
+
+static uint8_t in(unsigned reg)
+{
+	uint8_t v = 0xaa;
+
+	serial_io(&uart, (uint16_t)reg, false, &v);
+	return v;
+}
+
+static void out(unsigned reg, uint8_t v)
+{
+	serial_io(&uart, (uint16_t)reg, true, &v);
+}
+
+TestSuite(serial, .init = quiet_console);
+
+Test(serial, polled_uart_is_as_before)
+{
+	cr_assert_eq(in(IIR), IIR_NONE);
+	cr_assert_eq(in(LSR), 0x60);
+	cr_assert_eq(in(IER), 0);
+	cr_assert_eq(in(MSR), 0xb0);
+	out(MCR, 0x0b); /* DTR, RTS, OUT2: what Linux's early console sets */
+	for (const char *p = "hello\n"; *p; p++)
+		out(THR, (uint8_t)*p);
+	cr_assert_eq(in(IIR), IIR_NONE);
+	cr_assert_eq(atomic_load(&line_changes), 0);
+	cr_assert_eq(con.queued, 6);
+	cr_assert_eq(memcmp(con.ring, "hello\n", 6), 0);
+}
+
+Test(serial, enabling_etbei_with_empty_thr_raises_thre)
+{
+	out(IER, ETBEI);
+	cr_assert_eq(in(IIR), IIR_THRE);
+	cr_assert_eq(in(IIR), IIR_NONE, "reading IIR cleared it");
+	out(IER, ETBEI); /* no 0->1 change: nothing new */
+	cr_assert_eq(in(IIR), IIR_NONE);
+	out(IER, 0);
+	out(IER, ETBEI);
+	cr_assert_eq(in(IIR), IIR_THRE);
+}
+
+/* Linux's 8250 start-up test: the THRE interrupt comes back each time. */
+Test(serial, thre_reasserts_like_linux_expects)
+{
+	out(IER, ETBEI);
+	cr_assert_eq(in(IIR) & 0x0f, IIR_THRE);
+	out(IER, 0);
+	out(IER, ETBEI);
+	cr_assert_eq(in(IIR) & 0x0f, IIR_THRE);
+	out(IER, 0);
+	cr_assert_eq(in(IIR), IIR_NONE);
+}
+
+Test(serial, thr_write_reraises_and_clearing_etbei_clears)
+{
+	out(IER, ETBEI);
+	cr_assert_eq(in(IIR), IIR_THRE);
+	out(THR, 'x');
+	cr_assert_eq(in(IIR), IIR_THRE, "the THR emptied again");
+	out(THR, 'y');
+	out(IER, 0);
+	cr_assert_eq(in(IIR), IIR_NONE);
+	out(IER, ETBEI);
+	out(THR, 'z'); /* writing THR clears it, the byte leaves, it is back */
+	cr_assert_eq(in(IIR), IIR_THRE);
+}
+
+/* Of line status, received data, THRE and modem status, only THRE ever
+ * happens (nothing is received, no line or modem change occurs). */
+Test(serial, iir_names_thre_with_every_source_enabled)
+{
+	out(IER, 0x0f);
+	cr_assert_eq(in(IER), 0x0f);
+	cr_assert_eq(in(IIR), IIR_THRE);
+	cr_assert_eq(in(IIR), IIR_NONE);
+	out(IER, 0xff);
+	cr_assert_eq(in(IER), 0x0f, "the high bits are not writable");
+}
+
+Test(serial, fifo_bits_follow_fcr)
+{
+	out(FCR, 0x07);
+	cr_assert_eq(in(IIR), 0xc1);
+	out(IER, ETBEI);
+	cr_assert_eq(in(IIR), 0xc2);
+	out(FCR, 0x00);
+	out(THR, 'a');
+	cr_assert_eq(in(IIR), IIR_THRE);
+}
+
+Test(serial, out2_gates_the_line)
+{
+	out(IER, ETBEI);
+	cr_assert_not(atomic_load(&line));
+	cr_assert_eq(atomic_load(&line_changes), 0, "OUT2 clear: no line");
+	out(MCR, OUT2);
+	cr_assert(atomic_load(&line));
+	out(MCR, 0);
+	cr_assert_not(atomic_load(&line));
+	out(MCR, OUT2 | LOOP);
+	cr_assert_not(atomic_load(&line), "loopback disconnects it");
+	out(MCR, OUT2);
+	cr_assert(atomic_load(&line));
+	cr_assert_eq(in(IIR), IIR_THRE);
+	cr_assert_not(atomic_load(&line), "reading IIR lowered it");
+}
+
+/* One edge per burst: the line falls at the IIR read and rises again
+ * when the THR empties after the handler's writes. */
+Test(serial, line_rises_once_per_burst)
+{
+	out(MCR, OUT2);
+	out(IER, ETBEI);
+	cr_assert_eq(atomic_load(&line_changes), 1);
+	for (unsigned burst = 0; burst < 3; burst++) {
+		cr_assert_eq(in(IIR), IIR_THRE);
+		for (unsigned i = 0; i < 16; i++)
+			out(THR, 'a');
+		cr_assert(atomic_load(&line));
+	}
+	cr_assert_eq(atomic_load(&line_changes), 1 + 2 * 3);
+}
+
+Test(serial, loopback_msr_mirrors_mcr)
+{
+	out(MCR, LOOP | 0x0f);
+	cr_assert_eq(in(MSR) & 0xf0, 0xf0);
+	out(MCR, LOOP | OUT2 | 0x02);
+	cr_assert_eq(in(MSR) & 0xf0, 0x90, "RTS->CTS, OUT2->DCD");
+	out(MCR, 0);
+	cr_assert_eq(in(MSR), 0xb0);
+}
+
+/* Fills the ring through the THR until the UART says busy. */
+static unsigned fill_until_busy(void)
+{
+	unsigned sent = 0;
+
+	while (in(LSR) & 0x20) {
+		out(THR, 'f');
+		sent++;
+		cr_assert_lt(sent, 2 * CONSOLE_RING_SIZE + 4 * 65536,
+			     "the transmitter never got busy");
+	}
+	return sent;
+}
+
+Test(serial, busy_thr_raises_thre_when_room_returns)
+{
+	out(MCR, OUT2);
+	out(IER, ETBEI);
+	cr_assert_eq(in(IIR), IIR_THRE);
+	fill_until_busy();
+	cr_assert_eq(in(LSR), 0);
+	cr_assert_eq(in(IIR), IIR_NONE, "busy: no THRE");
+	cr_assert_not(atomic_load(&line));
+	serial_console_room(&uart); /* a spurious call: still no room */
+	cr_assert_eq(in(IIR), IIR_NONE);
+	pthread_mutex_lock(&con.lock);
+	con.queued -= 1000; /* what the writer does */
+	pthread_mutex_unlock(&con.lock);
+	serial_console_room(&uart);
+	cr_assert(atomic_load(&line));
+	cr_assert_eq(in(LSR), 0x60);
+	cr_assert_eq(in(IIR), IIR_THRE);
+	serial_console_room(&uart); /* once per busy spell */
+	cr_assert_eq(in(IIR), IIR_NONE);
+}
+
+Test(serial, room_without_etbei_raises_nothing)
+{
+	out(MCR, OUT2);
+	fill_until_busy();
+	pthread_mutex_lock(&con.lock);
+	con.queued = 0;
+	pthread_mutex_unlock(&con.lock);
+	serial_console_room(&uart);
+	cr_assert_eq(in(IIR), IIR_NONE);
+	cr_assert_eq(atomic_load(&line_changes), 0);
+}
+
+/* ---- the real writer thread: its room callback ---- */
+
+static bool wait_for_line(bool level)
+{
+	for (unsigned i = 0; i < 5000; i++) {
+		if (atomic_load(&line) == level)
+			return true;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	return false;
+}
+
+Test(serial_writer, room_callback_raises_thre_after_backpressure)
+{
+	char dir[] = "/tmp/lull-serial-XXXXXX", path[64], err[160];
+	char sink[65536];
+	int reader;
+
+	signal(SIGPIPE, SIG_IGN);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	reader = open(path, O_RDONLY | O_NONBLOCK);
+	cr_assert_geq(reader, 0);
+	cr_assert_eq(console_open(&con, path, 0, &console_thread, err,
+				  sizeof(err)),
+		     0, "%s", err);
+	serial_init(&uart, &con);
+	serial_set_irq(&uart, irq, NULL);
+	console_set_room_callback(&con, serial_console_room, &uart);
+	atomic_store(&line, false);
+
+	out(MCR, OUT2);
+	out(IER, ETBEI);
+	cr_assert_eq(in(IIR), IIR_THRE);
+	fill_until_busy();
+	cr_assert(wait_for_line(false));
+	/* the reader reads: the writer empties the ring, the THR empties */
+	while (!atomic_load(&line)) {
+		ssize_t n = read(reader, sink, sizeof(sink));
+
+		cr_assert(n > 0 || (n < 0 && errno == EAGAIN));
+		if (n < 0 && !wait_for_line(true))
+			cr_assert_fail("no THRE after the ring drained");
+	}
+	cr_assert_eq(in(IIR), IIR_THRE);
+	close(reader);
+	console_close(&con);
+	unlink(path);
+	rmdir(dir);
+}
