@@ -23,7 +23,7 @@ void ioapic_init(struct ioapic *io, ioapic_deliver_fn *deliver, void *opaque)
 /* Counts what a guest should not do; the first one is said. */
 static void invalid(struct ioapic *io, const char *what, uint64_t value)
 {
-	io->invalid++;
+	io->counts.invalid++;
 	if (io->invalid_said)
 		return;
 	io->invalid_said = true;
@@ -49,7 +49,7 @@ static bool send(struct ioapic *io, unsigned pin)
 	};
 
 	if (mode != APIC_DM_FIXED && mode != APIC_DM_LOWEST) {
-		io->unsupported++;
+		io->counts.unsupported++;
 		if (!io->unsupported_said)
 			fprintf(stderr,
 				"lull: I/O APIC: pin %u's delivery mode %u is not supported: dropped; further ones are only counted\n",
@@ -57,7 +57,7 @@ static bool send(struct ioapic *io, unsigned pin)
 		io->unsupported_said = true;
 		return false;
 	}
-	io->delivered++;
+	io->counts.delivered++;
 	io->deliver(io->opaque, &msg);
 	return true;
 }
@@ -103,6 +103,16 @@ static void eoi_locked(struct ioapic *io, uint8_t vector)
 		io->redir[pin] &= ~IOAPIC_REMOTE_IRR;
 		service_level(io, pin);
 	}
+}
+
+struct ioapic_counts ioapic_counts(struct ioapic *io)
+{
+	struct ioapic_counts c;
+
+	pthread_mutex_lock(&io->lock);
+	c = io->counts;
+	pthread_mutex_unlock(&io->lock);
+	return c;
 }
 
 void ioapic_eoi(struct ioapic *io, uint8_t vector)

@@ -90,9 +90,11 @@ struct ioapic {
 	ioapic_deliver_fn *deliver;
 	void *opaque;
 
-	uint64_t delivered; /* messages sent */
-	uint64_t unsupported; /* messages in a mode lull does not model */
-	uint64_t invalid; /* accesses a guest should not make */
+	struct ioapic_counts {
+		uint64_t delivered; /* messages sent */
+		uint64_t unsupported; /* messages in a mode lull does not model */
+		uint64_t invalid; /* accesses a guest should not make */
+	} counts;
 	bool unsupported_said, invalid_said;
 };
 
@@ -103,6 +105,8 @@ void ioapic_init(struct ioapic *io, ioapic_deliver_fn *deliver,
 void ioapic_set_irq(struct ioapic *io, unsigned pin, bool level);
 /* A local APIC's EOI of a vector it accepted level-triggered. */
 void ioapic_eoi(struct ioapic *io, uint8_t vector);
+/* The counters as of now, read under the lock. Any thread. */
+struct ioapic_counts ioapic_counts(struct ioapic *io);
 /* One guest access at `offset` into the I/O APIC's page; never fails. */
 void ioapic_mmio(struct ioapic *io, uint64_t offset, bool write,
 		 unsigned len, uint8_t *data);

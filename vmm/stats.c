@@ -177,6 +177,7 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 	uint64_t rss = status_kib(s->proc_status, "VmRSS");
 	uint64_t guest = guest_resident_kib(vm);
 	uint64_t first = vm->console.first_byte_ns;
+	struct ioapic_counts io;
 
 	fputs("{\n  \"guest\": ", f);
 	json_string(f, vm->cfg.guest_path);
@@ -219,13 +220,11 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		(uint64_t)atomic_load(&vm->unclaimed.mmio),
 		(uint64_t)atomic_load(&vm->unclaimed.msr),
 		(uint64_t)atomic_load(&vm->unclaimed.ipi));
-	pthread_mutex_lock(&vm->ioapic.lock);
+	io = ioapic_counts(&vm->ioapic);
 	fprintf(f,
 		"  \"ioapic\": {\"delivered\": %lu, \"unsupported\": %lu, "
 		"\"invalid\": %lu},\n",
-		vm->ioapic.delivered, vm->ioapic.unsupported,
-		vm->ioapic.invalid);
-	pthread_mutex_unlock(&vm->ioapic.lock);
+		io.delivered, io.unsupported, io.invalid);
 	fputs("  \"vcpus\": [\n", f);
 	for (unsigned i = 0; i < vm->nr_cpus_made; i++) {
 		vcpu_json(f, &vm->cpus[i]);

@@ -94,7 +94,7 @@ Test(ioapic, id_version_arbitration)
 	cr_assert_eq(reg_read(a, IOAPIC_REG_ARB), 0x05000000u);
 	reg_write(a, IOAPIC_REG_VERSION, 0);
 	cr_assert_eq(reg_read(a, IOAPIC_REG_VERSION), 0x170020u);
-	cr_assert_eq(a->invalid, 1);
+	cr_assert_eq(a->counts.invalid, 1);
 }
 
 Test(ioapic, regsel_reads_back_its_low_byte)
@@ -105,7 +105,7 @@ Test(ioapic, regsel_reads_back_its_low_byte)
 	cr_assert_eq(mmio_read(a, IOAPIC_REGSEL), 0x13);
 	mmio_write(a, IOAPIC_REGSEL, 0xdeadbe21u);
 	cr_assert_eq(mmio_read(a, IOAPIC_REGSEL), 0x21);
-	cr_assert_eq(a->invalid, 1);
+	cr_assert_eq(a->counts.invalid, 1);
 }
 
 Test(ioapic, redirection_entry_keeps_writable_bits_only)
@@ -115,7 +115,7 @@ Test(ioapic, redirection_entry_keeps_writable_bits_only)
 
 	program(a, 7, all);
 	cr_assert_eq(entry_of(a, 7), IOAPIC_WRITABLE);
-	cr_assert_geq(a->invalid, 1, "reserved bits are counted");
+	cr_assert_geq(a->counts.invalid, 1, "reserved bits are counted");
 	/* the other pins are untouched */
 	cr_assert_eq(entry_of(a, 6), IOAPIC_MASKED);
 	cr_assert_eq(entry_of(a, 8), IOAPIC_MASKED);
@@ -142,7 +142,7 @@ Test(ioapic, garbage_accesses_change_nothing)
 	mmio_write(a, 0x20, 1); /* no register there */
 	cr_assert_eq(mmio_read(a, 0x20), 0xffffffffu);
 	cr_assert_eq(entry_of(a, PIN), 0x31);
-	cr_assert_eq(a->invalid, 8);
+	cr_assert_eq(a->counts.invalid, 8);
 	for (unsigned pin = 0; pin < PLATFORM_IOAPIC_PINS; pin++)
 		if (pin != PIN)
 			cr_assert_eq(entry_of(a, pin), IOAPIC_MASKED);
@@ -257,15 +257,15 @@ Test(ioapic, unsupported_modes_are_counted_not_sent)
 
 	program(a, PIN, 0x60 | (uint64_t)APIC_DM_NMI << 8);
 	ioapic_set_irq(a, PIN, true);
-	cr_assert_eq(a->unsupported, 1);
+	cr_assert_eq(a->counts.unsupported, 1);
 	/* a level pin tries while its line is high: at the write, and again
 	 * at the next rise, for want of remote IRR */
 	program(a, PIN, 0x60 | (uint64_t)7 << 8 | IOAPIC_TRIGGER_LEVEL);
-	cr_assert_eq(a->unsupported, 2);
+	cr_assert_eq(a->counts.unsupported, 2);
 	ioapic_set_irq(a, PIN, false);
 	ioapic_set_irq(a, PIN, true);
 	cr_assert_eq(nr_sent, 0);
-	cr_assert_eq(a->unsupported, 3);
+	cr_assert_eq(a->counts.unsupported, 3);
 	cr_assert_eq(entry_of(a, PIN) & IOAPIC_REMOTE_IRR, 0);
 }
 

@@ -344,10 +344,10 @@ static void check_sent(void)
 
 static void check_counters(void)
 {
-	check(io.delivered == m.delivered);
-	check(io.delivered == nr_sent_total);
-	check(io.unsupported == m.unsupported);
-	check(io.invalid == m.invalid);
+	check(io.counts.delivered == m.delivered);
+	check(io.counts.delivered == nr_sent_total);
+	check(io.counts.unsupported == m.unsupported);
+	check(io.counts.invalid == m.invalid);
 }
 
 /*
