@@ -20,6 +20,8 @@
  *   LULL_DEBUGCON_PORT           e9   1    debugcon (lull_abi.h)
  *   LULL_DEBUG_EXIT_PORT         f4   1    debug-exit (lull_abi.h)
  *   LULL_COM1_PORT              3f8   8    COM1, a 16550 (devices/serial.h)
+ *   PLATFORM_FW_CFG_PORT        510   2    fw_cfg: selector, data
+ *                                          (devices/fw_cfg.h)
  *   PLATFORM_SLEEP_*_PORT       600   2    ACPI sleep control and status
  *   PLATFORM_RESET_PORT         cf9   1    ACPI reset register (power)
  *   LULL_HCALL_PORT             e11   1    lull's hypercalls (lull_abi.h)
@@ -59,6 +61,8 @@
 /* RST_CPU: the bit of the reset control port whose write resets (warm
  * 0x06, cold 0x0e; Linux's reboot=pci writes SYS_RST alone first) */
 #define PLATFORM_RESET_CPU 0x04
+/* QEMU's fw_cfg ports: a 16-bit selector, then its data a byte at a time */
+#define PLATFORM_FW_CFG_PORT 0x510
 /* The i8042's command port: 0xfe pulses the CPU's reset line. */
 #define PLATFORM_I8042_COMMAND_PORT 0x64
 #define PLATFORM_I8042_PULSE_RESET 0xfe

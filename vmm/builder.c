@@ -461,6 +461,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	r = load_guest(vm, &guest);
 	if (r < 0)
 		return r;
+	fw_cfg_init(&vm->fw_cfg, vm->ram_size, (uint16_t)cfg->nr_vcpus);
 	r = console_open(&vm->console, cfg->console_path, cfg->console_limit,
 			 &console_thread, err, sizeof(err));
 	if (r < 0) {

@@ -82,6 +82,13 @@ static bool debugcon(struct vm_cpu *cpu, const struct port_access *a)
 	return true;
 }
 
+static bool fw_cfg(struct vm_cpu *cpu, const struct port_access *a)
+{
+	return fw_cfg_io(&vcpu_vm(&cpu->vcpu)->fw_cfg,
+			 a->port - PLATFORM_FW_CFG_PORT, a->out, a->size,
+			 a->data);
+}
+
 static bool debug_exit(struct vm_cpu *cpu, const struct port_access *a)
 {
 	uint32_t value = 0;
@@ -134,6 +141,7 @@ static const struct port_range port_map[] = {
 	{ LULL_DEBUGCON_PORT, 1, IO_CLASS_CONSOLE, debugcon },
 	{ LULL_DEBUG_EXIT_PORT, 1, IO_CLASS_PLATFORM, debug_exit },
 	{ LULL_COM1_PORT, SERIAL_PORTS, IO_CLASS_CONSOLE, com1 },
+	{ PLATFORM_FW_CFG_PORT, 2, IO_CLASS_PLATFORM, fw_cfg },
 	{ PLATFORM_SLEEP_CONTROL_PORT, 2, IO_CLASS_PLATFORM, power },
 	{ PLATFORM_RESET_PORT, 1, IO_CLASS_PLATFORM, power },
 	{ LULL_HCALL_PORT, 1, IO_CLASS_HYPERCALL, hcall_port },

@@ -23,6 +23,7 @@
 
 #include "devices/console.h"
 #include "devices/ioapic.h"
+#include "devices/fw_cfg.h"
 #include "devices/power.h"
 #include "devices/serial.h"
 #include "vcpu/pvclock.h"
@@ -52,7 +53,8 @@ struct vm_config {
 	unsigned timer_mode; /* LULL_MODE_*, as the guest reads it in CPUID */
 	unsigned missed_ticks; /* LULL_MISSED_* */
 	uint64_t slop_ns;
-	/* a halted vCPU's periodic APIC ticks may wait this long; 0: hard */
+	/* a halted vCPU's APIC timer waits for the next multiple of this on
+	 * the host's clock (--apic-max-defer); 0: hard */
 	uint64_t apic_max_defer_ns;
 	unsigned nr_slots;
 	double timeout_s; /* 0: none */
@@ -126,6 +128,7 @@ struct vm {
 	struct serial serial;
 	struct ioapic ioapic;
 	struct power power;
+	struct fw_cfg fw_cfg;
 
 	/* untrusted-guest accounting */
 	atomic_uint_fast64_t hc_calls;
