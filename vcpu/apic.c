@@ -208,6 +208,7 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 
 		if (due > now) {
 			a->timer_rearmed++;
+			a->timer_rearmed_halted += v->halted;
 			timer_arm(v, due);
 			return;
 		}

@@ -78,9 +78,11 @@ struct apic {
 	 * + slop, and of those, run at their multiple of B (the host woke
 	 * for them there, or later) */
 	uint64_t timer_deferred, timer_aligned;
-	/* TSC deadlines not reached when their timer ran (pvclock.h: where
-	 * KVM holds the TSC, lull's arming clock only approximates it) */
-	uint64_t timer_rearmed;
+	/* TSC deadlines not reached when their timer ran (vcpu/pvclock.h:
+	 * where KVM holds the TSC, lull's arming clock only approximates
+	 * it): an exit of its own, and of those on a halted vCPU, a host
+	 * wakeup of its own */
+	uint64_t timer_rearmed, timer_rearmed_halted;
 };
 
 struct vcpu;

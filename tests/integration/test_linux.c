@@ -213,8 +213,10 @@ static const char *initramfs(void)
  * timer_mode: lull ends with status 0 (the guest's ACPI poweroff) and the
  * console shows init's start and PASS lines, no FAIL. Linux's tick is the
  * TSC-deadline timer, and each deadline wakes a halted vCPU's host once:
- * one found not yet reached when its timer ran (apic_timer_rearmed, where
- * KVM holds the TSC) costs a second wakeup, and may be at most one in 20.
+ * one found not yet reached when its timer ran on a halted vCPU (where
+ * KVM holds the TSC: apic_timer_rearmed_halted) costs a second wakeup,
+ * and may be at most one in 20. (On a running vCPU, whose held TSC loses
+ * the time of each exit, it costs an exit: counted, not judged.)
  */
 static void boot_to_init_and_power_off(unsigned vcpus, const char *timer_mode)
 {
@@ -263,12 +265,13 @@ static void boot_to_init_and_power_off(unsigned vcpus, const char *timer_mode)
 	for (unsigned i = 0; i < vcpus; i++) {
 		uint64_t fired = vcpu_stat(json, i, "apic_timer_fired");
 		uint64_t rearmed = vcpu_stat(json, i, "apic_timer_rearmed");
+		uint64_t halted = vcpu_stat(json, i, "apic_timer_rearmed_halted");
 
-		cr_log_info("vCPU %u: %lu APIC timer expiries, %lu TSC deadlines re-armed",
-			    i, fired, rearmed);
-		cr_expect_leq(rearmed * 20, fired,
-			      "vCPU %u: %lu of %lu TSC deadlines not reached when their timer ran",
-			      i, rearmed, fired);
+		cr_log_info("vCPU %u: %lu APIC timer expiries, %lu TSC deadlines re-armed, %lu of them halted",
+			    i, fired, rearmed, halted);
+		cr_expect_leq(halted * 20, fired,
+			      "vCPU %u: %lu of %lu TSC deadlines not reached when their timer ran on the halted vCPU",
+			      i, halted, fired);
 	}
 	free(json);
 	run_free(&r);
