@@ -312,6 +312,9 @@ TRACEFS = "/sys/kernel/tracing"
 EXIT_KEYS = ("exits", "halt_exits", "io_exits", "mmio_exits", "irq_exits",
              "irq_window_exits", "request_irq_exits", "signal_exits", "hypercalls",
              "irq_injections", "halt_wakeup", "halt_successful_poll")
+# levels, not counts: their difference over a window is no rate
+KVM_GAUGES = ("blocking", "pages_4k", "pages_2m", "pages_1g", "max_mmu_page_hash_collisions",
+              "max_mmu_rmap_size", "mmu_unsync", "guest_mode", "lpages")
 WAKE_CLUSTER_S = 0.001
 
 
@@ -559,8 +562,8 @@ def run_census_point(cfg, mode, logdir, host_trace):
         if vm.kvm0 and vm.kvm1:
             row["kvm_per_s"] = {k: round((vm.kvm1[k] - vm.kvm0.get(k, 0)) / dt, 2)
                                 for k in sorted(vm.kvm1)
-                                if vm.kvm1[k] - vm.kvm0.get(k, 0) and not k.endswith("_ns")
-                                and "tsc" not in k and k != "pages_4k"}
+                                if vm.kvm1[k] - vm.kvm0.get(k, 0) and k not in KVM_GAUGES
+                                and not k.endswith("_ns") and "tsc" not in k}
         counts, cpu_counts, lateness, slept = parse_census(vm.output())
         row["guest_counts"], row["guest_counts_per_cpu"] = counts, cpu_counts
         row["guest_lateness_ns"], row["guest_slept_ns"] = lateness, slept
