@@ -763,6 +763,21 @@ def parse_args(argv):
     return cfg
 
 
+def write_results(cfg, argv, results, partial=False):
+    """results.json; after each point too (partial), so that a runner
+    stopped by its --timeout still leaves the points it finished."""
+    os.makedirs(cfg.out, exist_ok=True)
+    with open(os.path.join(cfg.out, "results.json"), "w") as f:
+        json.dump({"command": " ".join(["density.py", "linux-idle"] + argv),
+                   "date": datetime.datetime.now().isoformat(timespec="seconds"),
+                   "partial": partial, "emulated_host": density.EMULATED,
+                   "kernel": cfg.kernel, "mem": cfg.mem, "ksm_merge_s": cfg.ksm,
+                   "vcpus": cfg.vcpus, "census_s": cfg.census_seconds if cfg.census else None,
+                   "qemu_cpu": QEMU_CPU, "qemu_append": QEMU_APPEND.strip(),
+                   "results": results}, f, indent=1)
+        f.write("\n")
+
+
 def main(argv):
     cfg = parse_args(argv)
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
@@ -791,6 +806,8 @@ def main(argv):
             else:
                 res = run_point(cfg, mode, logdir)
             results.append(res)
+            if cfg.out:
+                write_results(cfg, argv, results, partial=True)
             for r in res["per_vm"]:
                 if r["failure"]:
                     print(f"linux-idle: {mode} VM {r['vm']} failed: {r['failure']}", file=sys.stderr)
@@ -823,16 +840,7 @@ def main(argv):
     if cfg.census:
         census_report(results, cfg)
     if cfg.out:
-        os.makedirs(cfg.out, exist_ok=True)
-        with open(os.path.join(cfg.out, "results.json"), "w") as f:
-            json.dump({"command": " ".join(["density.py", "linux-idle"] + argv),
-                       "date": datetime.datetime.now().isoformat(timespec="seconds"),
-                       "emulated_host": density.EMULATED,
-                       "kernel": cfg.kernel, "mem": cfg.mem, "ksm_merge_s": cfg.ksm,
-                       "vcpus": cfg.vcpus, "census_s": cfg.census_seconds if cfg.census else None,
-                       "qemu_cpu": QEMU_CPU, "qemu_append": QEMU_APPEND.strip(),
-                       "results": results}, f, indent=1)
-            f.write("\n")
+        write_results(cfg, argv, results)
         svg = plot(results, cfg, cfg.out)
         print(f"results: {os.path.join(cfg.out, 'results.json')}"
               + (f"; plot: {svg}" if svg else "; plot: none (no gnuplot, or nothing measured)"))
