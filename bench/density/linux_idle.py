@@ -681,7 +681,7 @@ def plot(results, cfg, out):
     where = "emulated host (lull-nested): compare modes, not absolute CPU" if density.EMULATED else "host"
     script = f"""set terminal svg size 900,420 dynamic font 'sans,11'
 set output '{svg}'
-set multiplot layout 1,2 title 'Idle Linux VMs ({cfg.mem}, 1 vCPU), median per VM; {where}'
+set multiplot layout 1,2 title 'Idle Linux VMs ({cfg.mem}, {cfg.vcpus} vCPU), median per VM; {where}'
 set style data histograms
 set style fill solid 0.8 border -1
 set boxwidth 0.7
