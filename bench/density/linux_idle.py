@@ -7,11 +7,12 @@
 Every VM boots Debian's stock kernel (the bzImage tests/nested/lull-nested
 caches) with the initramfs of tests/linux, init in idle mode
 (lull_init=idle): it prints "lull-init: ready ..." and sleeps in pause().
-One vCPU each. Modes:
+One vCPU each (--vcpus 2 or 4 for more). Modes:
 
   lull-deferrable       lull run --timer-mode deferrable
   lull-strict           lull run --timer-mode strict
-  qemu                  QEMU microvm with KVM's in-kernel irqchip
+  qemu                  QEMU microvm with KVM's in-kernel irqchip, -cpu
+                        host,kvm-pv-eoi=off (QEMU_CPU: why, there)
   lull-nohz-off         the guest ticks periodically at its HZ (250 in
                         Debian's kernel), like older or simpler guests:
                         nohz=off highres=off lapic=notscdeadline, so the
