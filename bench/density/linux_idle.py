@@ -753,6 +753,11 @@ def parse_args(argv):
         ap.error(f"{cfg.lull} is missing: run ninja -C {cfg.build}")
     if "qemu" in cfg.modes and not shutil.which(cfg.qemu):
         ap.error(f"{cfg.qemu} is not installed")
+    if cfg.keep_logs:
+        try:
+            os.makedirs(cfg.keep_logs, exist_ok=True)
+        except OSError as e:
+            ap.error(f"--keep-logs {cfg.keep_logs}: {e.strerror}")
     if cfg.census and cfg.ksm:
         ap.error("--census and --ksm: one at a time")
     if cfg.census_seconds <= 0 or cfg.census_seconds != int(cfg.census_seconds):
