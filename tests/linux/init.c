@@ -25,6 +25,17 @@
  *                        uptime=S" (the guest's clock and /proc/uptime,
  *                        for a benchmark timing boot-to-init) and sleeps
  *                        for good in pause().
+ *   lull_init=census     what wakes an idle guest: mounts tracefs, turns
+ *                        on the guest's timer tracepoints, prints
+ *                        "lull-init: census start ...", sleeps
+ *                        lull_census_s (default 20) seconds in one
+ *                        nanosleep, prints "lull-init: census end ...",
+ *                        then one line per timer function and interrupt
+ *                        vector with its count over the sleep ("lull-init:
+ *                        census function=tick_sched_timer kind=hrtimer
+ *                        count=N"), the lateness of the guest's hrtimers
+ *                        by its own clock, and "lull-init: census done";
+ *                        then sleeps in pause() like idle mode.
  *
  * PID 1 must never exit (the kernel panics): every path ends in
  * reboot(RB_POWER_OFF) or pause(), and a poweroff that returns is
@@ -43,6 +54,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,6 +330,309 @@ static void check_cpus(long expect)
 		fail("threads: started %d of %d", pinned, usable);
 }
 
+/*
+ * The census. The window is one nanosleep, so that nothing of init's
+ * wakes the guest inside it but its own end; tracing starts after the
+ * start marker has left the UART (tcdrain) so the marker's transmit
+ * interrupts are not counted, and stops before the end marker is
+ * printed. The host brackets its own counters with the two markers.
+ */
+#define DEFAULT_CENSUS_S 20
+#define CENSUS_MAX_KEYS 256
+#define CENSUS_MAX_LATE 65536
+/* hrtimers whose start is remembered for their lateness (by address) */
+#define CENSUS_MAX_ARMED 1024
+
+static const char *tracefs;
+
+struct census_key {
+	char kind[24]; /* timer, hrtimer, irq */
+	char name[64];
+	int cpu; /* -1: all CPUs */
+	long count;
+};
+
+static struct census_key keys[CENSUS_MAX_KEYS];
+static int nkeys;
+
+struct armed {
+	char hrtimer[24];
+	char function[64];
+	unsigned long long softexpires;
+};
+
+static struct armed armed[CENSUS_MAX_ARMED];
+static int narmed;
+
+struct late {
+	char function[64];
+	long long ns;
+};
+
+static struct late late[CENSUS_MAX_LATE];
+static int nlate;
+static long late_unmatched;
+
+static int trace_write(const char *file, const char *value)
+{
+	char path[256];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%s", tracefs, file);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, value, strlen(value)) == (ssize_t)strlen(value);
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
+/*
+ * tracefs is at /sys/kernel/tracing since Linux 4.1; before that, or
+ * when it is not mounted there, the same files are under debugfs.
+ */
+static bool census_mount(void)
+{
+	static const char *const where[][2] = {
+		{ "tracefs", "/sys/kernel/tracing" },
+		{ "debugfs", "/sys/kernel/debug" },
+	};
+	char probe[256];
+
+	for (unsigned i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		const char *dir = !strcmp(where[i][0], "debugfs") ?
+					  "/sys/kernel/debug/tracing" :
+					  where[i][1];
+
+		if (mount(where[i][0], where[i][1], where[i][0],
+			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) &&
+		    errno != EBUSY)
+			continue;
+		snprintf(probe, sizeof(probe), "%s/tracing_on", dir);
+		if (!access(probe, W_OK)) {
+			tracefs = dir;
+			return true;
+		}
+	}
+	fail("census: no tracefs (neither /sys/kernel/tracing nor debugfs' tracing): %s",
+	     strerror(errno));
+	return false;
+}
+
+/* An event to trace; a missing optional one is said, not failed. */
+static void census_enable(const char *event, bool required)
+{
+	char file[128];
+	int r;
+
+	snprintf(file, sizeof(file), "events/%s/enable", event);
+	r = trace_write(file, "1");
+	if (r && required)
+		fail("census: cannot enable %s: %s", event, strerror(-r));
+	else if (r)
+		say("census event=%s absent (%s)", event, strerror(-r));
+}
+
+static void census_count(const char *kind, const char *name, int cpu)
+{
+	int i;
+
+	for (i = 0; i < nkeys; i++)
+		if (keys[i].cpu == cpu && !strcmp(keys[i].kind, kind) &&
+		    !strcmp(keys[i].name, name))
+			break;
+	if (i == nkeys) {
+		if (nkeys == CENSUS_MAX_KEYS)
+			return;
+		snprintf(keys[i].kind, sizeof(keys[i].kind), "%s", kind);
+		snprintf(keys[i].name, sizeof(keys[i].name), "%s", name);
+		keys[i].cpu = cpu;
+		nkeys++;
+	}
+	keys[i].count++;
+}
+
+/* The value of "field=" in a trace line, up to the next space, or "". */
+static void field(const char *line, const char *name, char *out, size_t len)
+{
+	char pat[32];
+	const char *p;
+	size_t n;
+
+	snprintf(pat, sizeof(pat), " %s=", name);
+	p = strstr(line, pat);
+	if (!p) {
+		out[0] = '\0';
+		return;
+	}
+	p += strlen(pat);
+	n = strcspn(p, " \n");
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	/* %ps of a function may carry "/0x..." sizes in some kernels */
+	out[strcspn(out, "/+")] = '\0';
+}
+
+static void census_line(const char *line)
+{
+	char function[64], hrtimer[24], buf[32];
+	const char *p = strchr(line, '[');
+	int cpu = p ? atoi(p + 1) : -1;
+
+	if (line[0] == '#')
+		return;
+	if (strstr(line, " timer_expire_entry:")) {
+		field(line, "function", function, sizeof(function));
+		census_count("timer", function, -1);
+	} else if (strstr(line, " hrtimer_start:")) {
+		/*
+		 * The latest start of each hrtimer: its soft expiry, on the
+		 * clock of its base, as the expiry's "now" is.
+		 */
+		int i;
+
+		field(line, "hrtimer", hrtimer, sizeof(hrtimer));
+		field(line, "function", function, sizeof(function));
+		field(line, "softexpires", buf, sizeof(buf));
+		for (i = 0; i < narmed; i++)
+			if (!strcmp(armed[i].hrtimer, hrtimer))
+				break;
+		if (i == narmed && narmed < CENSUS_MAX_ARMED)
+			narmed++;
+		if (i < narmed) {
+			snprintf(armed[i].hrtimer, sizeof(armed[i].hrtimer),
+				 "%s", hrtimer);
+			snprintf(armed[i].function, sizeof(armed[i].function),
+				 "%s", function);
+			armed[i].softexpires = strtoull(buf, NULL, 10);
+		}
+	} else if (strstr(line, " hrtimer_expire_entry:")) {
+		unsigned long long now;
+		int i;
+
+		field(line, "function", function, sizeof(function));
+		census_count("hrtimer", function, -1);
+		field(line, "hrtimer", hrtimer, sizeof(hrtimer));
+		field(line, "now", buf, sizeof(buf));
+		now = strtoull(buf, NULL, 10);
+		for (i = 0; i < narmed; i++)
+			if (!strcmp(armed[i].hrtimer, hrtimer))
+				break;
+		if (i == narmed || !armed[i].softexpires) {
+			late_unmatched++; /* started before the window */
+			return;
+		}
+		if (nlate < CENSUS_MAX_LATE) {
+			snprintf(late[nlate].function,
+				 sizeof(late[nlate].function), "%s", function);
+			late[nlate++].ns =
+				(long long)(now - armed[i].softexpires);
+		}
+		armed[i].softexpires = 0; /* one expiry per start */
+	} else if ((p = strstr(line, "_entry: vector="))) {
+		/* irq_vectors: local_timer_entry, reschedule_entry, ... */
+		const char *start = p;
+
+		while (start > line && start[-1] != ' ')
+			start--;
+		snprintf(function, sizeof(function), "%.*s",
+			 (int)(p - start), start);
+		census_count("irq", function, -1);
+		census_count("irq", function, cpu);
+	}
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* p50, p99, max and min of the lateness of one function, or all ("*"). */
+static void census_lateness(const char *function)
+{
+	static long long v[CENSUS_MAX_LATE];
+	int n = 0;
+
+	for (int i = 0; i < nlate; i++)
+		if (!strcmp(function, "*") || !strcmp(late[i].function, function))
+			v[n++] = late[i].ns;
+	if (!n)
+		return;
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_ll);
+	say("census lateness function=%s n=%d min_ns=%lld p50_ns=%lld p99_ns=%lld max_ns=%lld",
+	    !strcmp(function, "*") ? "all" : function, n, v[0], v[n / 2],
+	    v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], v[n - 1]);
+}
+
+static void census(long seconds)
+{
+	struct timespec left = { seconds, 0 };
+	char path[256], *line = NULL;
+	size_t cap = 0;
+	int64_t start, end;
+	FILE *f;
+
+	if (!census_mount())
+		return;
+	trace_write("tracing_on", "0");
+	/* 20 s of an idle guest is a few thousand events; 4 MiB per CPU is ample */
+	trace_write("buffer_size_kb", "4096");
+	census_enable("timer/timer_expire_entry", true);
+	census_enable("timer/hrtimer_expire_entry", true);
+	census_enable("timer/hrtimer_start", true);
+	census_enable("irq_vectors/local_timer_entry", false);
+	census_enable("irq_vectors/reschedule_entry", false);
+	census_enable("irq_vectors/call_function_entry", false);
+	census_enable("irq_vectors/call_function_single_entry", false);
+	census_enable("irq_vectors/irq_work_entry", false);
+	trace_write("trace", ""); /* empties the buffer */
+	if (failure[0])
+		return;
+	start = monotonic_ns();
+	say("census start monotonic_ns=%lld seconds=%ld tracefs=%s",
+	    (long long)start, seconds, tracefs);
+	tcdrain(STDOUT_FILENO);
+	trace_write("tracing_on", "1");
+	while (nanosleep(&left, &left))
+		if (errno != EINTR) {
+			fail("census: nanosleep: %s", strerror(errno));
+			break;
+		}
+	trace_write("tracing_on", "0");
+	end = monotonic_ns();
+	say("census end monotonic_ns=%lld slept_ns=%lld", (long long)end,
+	    (long long)(end - start));
+	snprintf(path, sizeof(path), "%s/trace", tracefs);
+	f = fopen(path, "r");
+	if (!f) {
+		fail("census: cannot read %s: %s", path, strerror(errno));
+		return;
+	}
+	while (getline(&line, &cap, f) > 0)
+		census_line(line);
+	free(line);
+	fclose(f);
+	for (int i = 0; i < nkeys; i++) {
+		if (keys[i].cpu >= 0)
+			say("census %s=%s kind=%s cpu=%d count=%ld",
+			    strcmp(keys[i].kind, "irq") ? "function" : "irq",
+			    keys[i].name, keys[i].kind, keys[i].cpu,
+			    keys[i].count);
+		else
+			say("census %s=%s kind=%s count=%ld",
+			    strcmp(keys[i].kind, "irq") ? "function" : "irq",
+			    keys[i].name, keys[i].kind, keys[i].count);
+	}
+	census_lateness("*");
+	census_lateness("tick_sched_timer");
+	say("census done seconds=%ld late_unmatched=%ld", seconds,
+	    late_unmatched);
+}
+
 static void power_off(void)
 {
 	sync();
@@ -355,10 +670,18 @@ int main(void)
 			say("FAIL %s", failure);
 		sleep_forever();
 	}
+	if (!strcmp(mode, "census")) {
+		say("ready monotonic_ns=%lld uptime=%s kernel=%s",
+		    (long long)monotonic_ns(), uptime, uts.release);
+		census(env_long("lull_census_s", DEFAULT_CENSUS_S));
+		if (failure[0])
+			say("FAIL %s", failure);
+		sleep_forever();
+	}
 
 	say("start mode=%s kernel=%s uptime=%s", mode, uts.release, uptime);
 	if (strcmp(mode, "check"))
-		fail("unknown lull_init=%s (check or idle)", mode);
+		fail("unknown lull_init=%s (check, idle or census)", mode);
 	else {
 		check_clock(slack_ms);
 		check_cpus(expect);
