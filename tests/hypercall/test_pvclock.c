@@ -185,7 +185,7 @@ static uint64_t guest_reads(const struct lull_pvclock *rec)
  * preemption on a busy host is not taken for the clocks' parting. */
 static uint64_t guest_reads_at(const struct lull_pvclock *rec, uint64_t *host)
 {
-	uint64_t best = UINT64_MAX, guest = 0;
+	uint64_t best = UINT64_MAX, guest = 0, at = 0;
 
 	for (int i = 0; i < 8; i++) {
 		uint64_t before = clock_now_ns(), g = guest_reads(rec);
@@ -194,9 +194,10 @@ static uint64_t guest_reads_at(const struct lull_pvclock *rec, uint64_t *host)
 		if (after - before < best) {
 			best = after - before;
 			guest = g;
-			*host = before + best / 2;
+			at = before + best / 2;
 		}
 	}
+	*host = at;
 	return guest;
 }
 
