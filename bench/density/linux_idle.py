@@ -170,6 +170,21 @@ def command(cfg, mode, stats=None):
                   "--initrd", cfg.initramfs, "--cmdline", append, cfg.kernel]
 
 
+def stop_vms(vms):
+    """SIGTERM to every VM still running, then up to 10 s each before SIGKILL."""
+    for vm in vms:
+        if vm.popen and vm.popen.poll() is None:
+            vm.popen.send_signal(signal.SIGTERM)
+    for vm in vms:
+        if vm.popen:
+            try:
+                vm.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                vm.popen.kill()
+                vm.popen.wait()
+            density.OWNED.pop(vm.popen.pid, None)
+
+
 def run_point(cfg, mode, logdir):
     vms = [IdleVM(i, mode, logdir) for i in range(cfg.vms)]
     try:
@@ -226,17 +241,7 @@ def run_point(cfg, mode, logdir):
     finally:
         if cfg.ksm:
             ksm_write("run", 2)  # unmerge: the next point starts from nothing shared
-        for vm in vms:
-            if vm.popen and vm.popen.poll() is None:
-                vm.popen.send_signal(signal.SIGTERM)
-        for vm in vms:
-            if vm.popen:
-                try:
-                    vm.popen.wait(10)
-                except subprocess.TimeoutExpired:
-                    vm.popen.kill()
-                    vm.popen.wait()
-                density.OWNED.pop(vm.popen.pid, None)
+        stop_vms(vms)
     for vm in vms:
         if not vm.failure and b"lull-init: FAIL" in vm.output():
             vm.failure = "init: " + vm.output().split(b"lull-init: FAIL", 1)[1].split(b"\n")[0].decode(
@@ -541,17 +546,7 @@ def run_census_point(cfg, mode, logdir, host_trace):
     finally:
         if traced:
             host_trace.stop()
-        for vm in vms:
-            if vm.popen and vm.popen.poll() is None:
-                vm.popen.send_signal(signal.SIGTERM)
-        for vm in vms:
-            if vm.popen:
-                try:
-                    vm.popen.wait(10)
-                except subprocess.TimeoutExpired:
-                    vm.popen.kill()
-                    vm.popen.wait()
-                density.OWNED.pop(vm.popen.pid, None)
+        stop_vms(vms)
     res = account(mode, vms)
     res["vcpus"] = cfg.vcpus
     ok = [vm for vm in vms if not vm.failure and vm.snap0 and vm.snap1]
