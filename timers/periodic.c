@@ -8,7 +8,7 @@ struct periodic_catch_up periodic_catch_up(unsigned policy, uint64_t expiry,
 					   uint64_t now)
 {
 	uint64_t behind = now > expiry ? (now - expiry) / period : 0;
-	struct periodic_catch_up c = { .deliver = 1 };
+	struct periodic_catch_up c = { .deliver = 1, .late = behind > 0 };
 	uint64_t span;
 
 	switch (policy) {

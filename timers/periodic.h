@@ -21,6 +21,7 @@
 #ifndef LULL_PERIODIC_H
 #define LULL_PERIODIC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The most deliveries one vector may owe (the "all" policy): no guest can
@@ -30,6 +31,7 @@
 struct periodic_catch_up {
 	uint64_t deliver; /* ticks to raise now, at most PERIODIC_MAX_OWED */
 	uint64_t merged; /* ticks that will never be delivered */
+	bool late; /* found a whole period or more past its expiry */
 	uint64_t next; /* the next expiry, saturated */
 };
 

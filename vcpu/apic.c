@@ -226,6 +226,7 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 					  a->timer_period_ns, a->max_defer_ns,
 					  now);
 
+		vcpu_count_catch_up(v, &c);
 		deliver = c.deliver;
 		timer_arm(v, c.next);
 		break;

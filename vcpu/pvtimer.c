@@ -73,6 +73,7 @@ static void slot_expired(struct wheel_timer *t, uint64_t now)
 			periodic_catch_up(pv->missed_policy, expiry, s->period,
 					  s->tolerance, now);
 
+		vcpu_count_catch_up(pv->vcpu, &c);
 		deliver = c.deliver;
 		merged = c.merged;
 		vcpu_timer_arm(pv->vcpu, t, c.next, s->deferred, s->tolerance);

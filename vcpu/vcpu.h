@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "timers/periodic.h"
 #include "timers/wheel.h"
 #include "vcpu/apic.h"
 #include "vcpu/histogram.h"
@@ -92,6 +93,11 @@ struct vcpu_stats {
 	uint64_t timers_fired_hard;
 	uint64_t timers_fired_deferred;
 	uint64_t kicks_received;
+	/* periodic expiries (PV slots and the APIC timer) that ran a whole
+	 * period or more late, and of those the ones --missed-ticks let
+	 * through as a tick */
+	uint64_t ticks_late;
+	uint64_t ticks_late_delivered;
 	/* the kernel's count of this thread's sleeps from its first entry
 	 * into the guest to its exit: a cross-check of host_wakeups */
 	uint64_t kernel_voluntary_switches;
@@ -191,6 +197,14 @@ static inline void vcpu_timer_arm(struct vcpu *v, struct wheel_timer *t,
 static inline bool vcpu_timer_stop(struct vcpu *v, struct wheel_timer *t)
 {
 	return wheel_del(&v->wheel, t) == 1;
+}
+
+/* From a periodic timer's callback: counts what its catch-up decided. */
+static inline void vcpu_count_catch_up(struct vcpu *v,
+				       const struct periodic_catch_up *c)
+{
+	v->stats.ticks_late += c->late;
+	v->stats.ticks_late_delivered += c->late && c->deliver;
 }
 
 /* From a timer callback on the vCPU's own thread: a timer that expired at

@@ -21,6 +21,7 @@ Test(periodic, on_time_delivers_one_in_every_policy)
 		cr_assert_eq(c.deliver, 1, "policy %u", policies[i]);
 		cr_assert_eq(c.merged, 0, "policy %u", policies[i]);
 		cr_assert_eq(c.next, DUE + PERIOD, "policy %u", policies[i]);
+		cr_assert_not(c.late, "policy %u", policies[i]);
 	}
 }
 
@@ -32,6 +33,7 @@ Test(periodic, one_delivers_one_and_merges_the_missed)
 
 	cr_assert_eq(c.deliver, 1);
 	cr_assert_eq(c.merged, 9);
+	cr_assert(c.late);
 	cr_assert_eq(c.next, DUE + 10 * PERIOD, "the original phase");
 }
 
@@ -61,6 +63,7 @@ Test(periodic, none_drops_a_late_tick_entirely)
 
 	cr_assert_eq(c.deliver, 0);
 	cr_assert_eq(c.merged, 4, "the three missed and the late one");
+	cr_assert(c.late);
 	cr_assert_eq(c.next, DUE + 4 * PERIOD);
 }
 
@@ -75,6 +78,7 @@ Test(periodic, none_delivers_a_tick_within_its_grace)
 
 	cr_assert_eq(c.deliver, 1);
 	cr_assert_eq(c.merged, 4);
+	cr_assert(c.late, "late, and delivered");
 	cr_assert_eq(c.next, DUE + 5 * PERIOD);
 	c = periodic_catch_up(LULL_MISSED_NONE, DUE, PERIOD, 4 * PERIOD,
 			      DUE + 4 * PERIOD + PERIOD / 2);
