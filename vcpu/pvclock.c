@@ -308,7 +308,14 @@ static void publish(struct pvclock_src *src, struct lull_pvclock *rec,
 	rec->system_time = ns;
 	rec->tsc_to_system_mul = mul;
 	rec->tsc_shift = shift;
-	rec->flags = src->tsc_stable ? LULL_PVCLOCK_TSC_STABLE : 0;
+	/*
+	 * Never LULL_PVCLOCK_TSC_STABLE, even where KVM calls the TSC stable:
+	 * each vCPU's record is anchored and rated on its own, and sheds a
+	 * lead by running slower than the host's clock, so neither readings
+	 * on two vCPUs nor intervals against lull's timers are exact to the
+	 * nanosecond, which is what the flag would let a guest assume.
+	 */
+	rec->flags = 0;
 	atomic_thread_fence(memory_order_release);
 	rec->version = (version | 1) + 1;
 	src->rec_tsc = tsc;

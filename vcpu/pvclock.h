@@ -17,12 +17,12 @@
  * clock before any timer of the vCPU's is delivered (pvclock_catch_up), so
  * that no timer is early by the guest's clock.
  *
- * Where KVM does not call the host's TSC stable (KVM_GET_CLOCK without
+ * The record never carries LULL_PVCLOCK_TSC_STABLE (publish() says why):
+ * the guest keeps its own clock monotonic (docs/abi.md). Where KVM does
+ * not call the host's TSC stable (KVM_GET_CLOCK without
  * KVM_CLOCK_TSC_STABLE: unsynchronized host CPUs, often a nested host),
- * the record goes out without LULL_PVCLOCK_TSC_STABLE, which tells the
- * guest that readings may step and to keep its own clock monotonic
- * (docs/abi.md). There are then two kinds of host, and lull tells them
- * apart by watching a new vCPU's TSC across a few milliseconds:
+ * there are two kinds of host, and lull tells them apart by watching a
+ * new vCPU's TSC across a few milliseconds:
  *
  *  - The guest TSC still runs with the host's, at a fixed offset (the
  *    host kernel trusts its TSC; KVM only lacks its master clock): lull
@@ -54,7 +54,7 @@
 #define PVCLOCK_FIRST_RESYNC_NS 100000000ull
 
 struct pvclock_src {
-	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE, and the guest is told so */
+	bool tsc_stable; /* KVM_CLOCK_TSC_STABLE: its TSC runs at the host's */
 	bool tsc_held; /* KVM holds the TSC while out and catches it up */
 	int64_t tsc_offset; /* guest TSC - host TSC, unless held */
 	uint32_t tsc_khz;
