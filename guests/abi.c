@@ -268,6 +268,12 @@ static void case_shared_page(void)
 		       t1 < t0 + HANG_NS,
 	       "version %u, %lu ns in a 2 ms busy wait",
 	       shared_page()->clock.version, t1 - t0);
+	/* docs/abi.md: lull's records never promise cross-vCPU exactness */
+	result("pvclock_not_tsc_stable",
+	       !(shared_page()->clock.flags & LULL_PVCLOCK_TSC_STABLE),
+	       "pvclock flags %#x", shared_page()->clock.flags);
+	printf("abi: invariant TSC %s\n",
+	       cpuid(0x80000007, 0).edx & (1u << 8) ? "yes" : "no");
 }
 
 static void case_timer_set_bad_args(void)

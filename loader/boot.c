@@ -14,6 +14,7 @@
 #define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
 #define CPUID_1_EDX_APIC (1u << 9)
 #define CPUID_1_APIC_ECX (CPUID_1_ECX_X2APIC | CPUID_1_ECX_TSC_DEADLINE)
+#define CPUID_80000007_EDX_INVARIANT_TSC (1u << 8)
 #define LULL_LEAVES 5 /* lull's three, then KVM's two */
 
 /*
@@ -135,6 +136,12 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 		case 0xb:
 		case 0x1f:
 			e.edx = index;
+			break;
+		case 0x80000007:
+			if (leaves->tsc_invariant)
+				e.edx |= CPUID_80000007_EDX_INVARIANT_TSC;
+			else
+				e.edx &= ~CPUID_80000007_EDX_INVARIANT_TSC;
 			break;
 		}
 		c->entries[n++] = e;

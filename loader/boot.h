@@ -40,6 +40,15 @@ struct boot_leaves {
 	unsigned nr_slots; /* PV timer slots per vCPU */
 	unsigned missed_ticks; /* LULL_MISSED_* */
 	unsigned timer_mode; /* LULL_MODE_* */
+	/*
+	 * The guest's TSC runs at one rate, in step on every vCPU, through
+	 * halts: KVM keeps it in its master clock (KVM_CLOCK_TSC_STABLE).
+	 * CPUID 0x80000007 says so (invariant TSC) where this holds, and
+	 * only there, whatever the host CPU reports: Linux trusts an
+	 * invariant TSC that also has TSC_ADJUST and stops verifying it
+	 * against another clock every half second.
+	 */
+	bool tsc_invariant;
 };
 
 /* CPUID.1:EBX[31:24], the initial APIC ID, is how a vCPU finds its index. */

@@ -334,13 +334,23 @@ static int route_msrs(struct vm *vm)
 
 /*
  * KVM's own verdict on the host TSC, once every vCPU exists (its master
- * clock needs them all in step). Without it, guest clocks are re-measured
- * at each anchor (pvclock.h).
+ * clock needs them all in step). KVM decides on its master clock when the
+ * VM is made, with no vCPU in step yet, and again only when a vCPU enters
+ * or the VM's clock is set; setting the clock to what it reads (before
+ * any vCPU ran, nothing sees the microseconds between) has it decide now,
+ * so the answer can shape the vCPUs' CPUID. Without it, guest clocks are
+ * re-measured at each anchor (pvclock.h).
  */
 static bool kvm_tsc_stable(int vm_fd)
 {
 	struct kvm_clock_data d = { 0 };
 
+	if (ioctl(vm_fd, KVM_GET_CLOCK, &d) < 0)
+		return false;
+	d = (struct kvm_clock_data){ .clock = d.clock };
+	if (ioctl(vm_fd, KVM_SET_CLOCK, &d) < 0)
+		return false;
+	d = (struct kvm_clock_data){ 0 };
 	return ioctl(vm_fd, KVM_GET_CLOCK, &d) == 0 &&
 	       (d.flags & KVM_CLOCK_TSC_STABLE);
 }
@@ -348,7 +358,7 @@ static bool kvm_tsc_stable(int vm_fd)
 static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			bool all_vcpus_enter)
 {
-	const struct boot_leaves leaves = {
+	struct boot_leaves leaves = {
 		.nr_vcpus = vm->cfg.nr_vcpus,
 		.nr_slots = vm->cfg.nr_slots,
 		.missed_ticks = vm->cfg.missed_ticks,
@@ -357,17 +367,12 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 	struct kvm_cpuid2 *cpuid;
 	uint64_t tsc_zero_raw_ns = 0;
 	bool tsc_stable, tsc_held;
-	int r;
+	int r = 0;
 
 	vm->cpus = calloc(vm->cfg.nr_vcpus, sizeof(*vm->cpus));
 	if (!vm->cpus) {
 		vm_err(vm, "out of memory for %u vCPUs", vm->cfg.nr_vcpus);
 		return -ENOMEM;
-	}
-	r = boot_supported_cpuid(vm->kvm_fd, &cpuid);
-	if (r < 0) {
-		vm_err(vm, "KVM_GET_SUPPORTED_CPUID failed: %s", strerror(-r));
-		return r;
 	}
 	for (unsigned i = 0; i < vm->cfg.nr_vcpus; i++) {
 		struct vm_cpu *cpu = &vm->cpus[i];
@@ -379,7 +384,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 		if (r < 0) {
 			vm_err(vm, "cannot create vCPU %u: %s", i,
 			       strerror(-r));
-			break;
+			return r;
 		}
 		if (i == 0) /* KVM set its TSC to 0 as it made it: pvclock.h */
 			tsc_zero_raw_ns = v->created_raw_ns;
@@ -390,6 +395,19 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 				      vm->cfg.missed_ticks);
 		/* an unmodified OS starts its APs itself, with INIT and SIPI */
 		v->wait_for_sipi = i > 0 && !all_vcpus_enter;
+	}
+	/* What CPUID says of the TSC rests on KVM's verdict: boot.h. */
+	tsc_stable = kvm_tsc_stable(vm->vm_fd);
+	leaves.tsc_invariant = tsc_stable;
+	r = boot_supported_cpuid(vm->kvm_fd, &cpuid);
+	if (r < 0) {
+		vm_err(vm, "KVM_GET_SUPPORTED_CPUID failed: %s", strerror(-r));
+		return r;
+	}
+	for (unsigned i = 0; i < vm->cfg.nr_vcpus; i++) {
+		struct vm_cpu *cpu = &vm->cpus[i];
+		struct vcpu *v = &cpu->vcpu;
+
 		r = boot_setup_vcpu(v->fd, cpuid, i, &leaves, vm->has_apic,
 				    entry);
 		if (r < 0) {
@@ -414,7 +432,6 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 	free(cpuid);
 	if (r < 0)
 		return r;
-	tsc_stable = kvm_tsc_stable(vm->vm_fd);
 	tsc_held = !tsc_stable &&
 		   pvclock_tsc_held(vm->cpus[0].vcpu.fd, vm->tsc_khz);
 	for (unsigned i = 0; i < vm->cfg.nr_vcpus; i++) {

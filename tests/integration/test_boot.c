@@ -298,6 +298,8 @@ static const char *const vcpu_fields[] = {
 	"injections",
 	"timers_fired_hard",
 	"timers_fired_deferred",
+	"ticks_late",
+	"ticks_late_delivered",
 	"hard_lateness_ns.p50",
 	"hard_lateness_ns.p99",
 	"hard_lateness_ns.max",
@@ -326,6 +328,37 @@ Test(boot, guest_ram_offered_to_ksm_unless_asked_not)
 	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
 	cr_assert(strstr(r.out, "\"mem_merge\": false"),
 		  "--no-mem-merge still offered it:\n%s", r.out);
+	run_free(&r);
+}
+
+/*
+ * The guest's CPUID says its TSC is invariant exactly where KVM calls the
+ * host's TSC stable (docs/abi.md, leaf 0x80000007): either answer passes,
+ * on any host, as long as the two agree.
+ */
+Test(boot, invariant_tsc_is_kvms_verdict)
+{
+	const char *guest_says, *json;
+	bool stable, invariant;
+	struct run r;
+
+	require_guest("abi");
+	run_lull(&r, QUICK_S, "run", "--stats", "-", guest("abi"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	json = find_json(r.out);
+	cr_assert_not_null(json, "no --stats:\n%s", r.out);
+	cr_assert(strstr(json, "\"tsc_stable\": true") ||
+			  strstr(json, "\"tsc_stable\": false"),
+		  "no tsc_stable in:\n%s", json);
+	stable = strstr(json, "\"tsc_stable\": true");
+	guest_says = strstr(r.out, "abi: invariant TSC ");
+	cr_assert_not_null(guest_says, "the guest did not say:\n%s", r.out);
+	invariant = !strncmp(guest_says + strlen("abi: invariant TSC "), "yes", 3);
+	cr_log_info("tsc_stable %d, guest sees an invariant TSC %d", stable,
+		    invariant);
+	cr_assert_eq(invariant, stable, "invariant TSC %d but tsc_stable %d",
+		     invariant, stable);
 	run_free(&r);
 }
 
