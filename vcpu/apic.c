@@ -68,6 +68,16 @@ uint32_t apic_raise(struct apic *a, uint8_t vector, uint32_t times,
 {
 	uint32_t owed = a->owed[vector], merged = 0;
 
+	/*
+	 * A hard expiry that rides a delivery already owed (a deferred one,
+	 * an IPI, an upcall it sets a bit for) is what that delivery is late
+	 * for now: time it as hard, from this expiry, or --stats would lose
+	 * the lateness of every hard timer that coincides with another.
+	 */
+	if (owed && src == APIC_SRC_HARD && a->source[vector] != APIC_SRC_HARD) {
+		a->source[vector] = APIC_SRC_HARD;
+		a->since[vector] = since;
+	}
 	if (!times)
 		return 0;
 	if (owed) {

@@ -101,7 +101,10 @@ void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 
 /* Raises vector `times` times. As an edge (accumulate false) a raise onto
  * a vector still owed merges into it; accumulating, every raise is owed a
- * delivery of its own. Returns how many raises merged or were dropped. */
+ * delivery of its own. Returns how many raises merged or were dropped.
+ * The owed delivery is timed (since, src) from its oldest raise, or from
+ * the first hard one that joins it, times 0 included: a hard timer's
+ * lateness is the delivery it rides. */
 uint32_t apic_raise(struct apic *a, uint8_t vector, uint32_t times,
 		    bool accumulate, enum apic_source src, uint64_t since);
 /* Records how `vector` was last accepted into the IRR: level sets its TMR

@@ -148,6 +148,27 @@ Test(apic, disabled_apic_delivers_edges_without_eoi)
 	cr_assert_eq(a->isr[0] | a->isr[1] | a->isr[2] | a->isr[3], 0);
 }
 
+/* A hard timer whose expiry rides a delivery already owed (a deferred
+ * tick's, an upcall it only sets a bit for) is timed by that delivery. */
+Test(apic, a_hard_raise_joining_an_owed_delivery_times_it)
+{
+	struct vcpu *v = fresh(0);
+	struct apic *a = &v->apic;
+
+	apic_raise(a, 60, 1, false, APIC_SRC_DEFERRED, 5);
+	cr_assert_eq(apic_raise(a, 60, 0, false, APIC_SRC_HARD, 9), 0);
+	cr_assert_eq(a->source[60], APIC_SRC_HARD);
+	cr_assert_eq(a->since[60], 9, "late from the hard expiry");
+	apic_raise(a, 60, 1, false, APIC_SRC_HARD, 12);
+	cr_assert_eq(a->since[60], 9, "and from the first hard one");
+	apic_raise(a, 61, 1, false, APIC_SRC_IPI, 0);
+	apic_raise(a, 61, 1, false, APIC_SRC_DEFERRED, 3);
+	cr_assert_eq(a->source[61], APIC_SRC_IPI, "only hard raises take over");
+	cr_assert_eq(apic_raise(a, 62, 0, false, APIC_SRC_HARD, 4), 0);
+	cr_assert_eq(a->owed[62], 0, "times 0 raises nothing");
+	cr_assert_eq(a->source[62], APIC_SRC_IPI);
+}
+
 Test(apic, owed_deliveries_are_capped)
 {
 	struct vcpu *v = fresh(0);
