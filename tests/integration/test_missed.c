@@ -199,3 +199,35 @@ Test(missed_ticks, none_delivers_a_tick_woken_by_its_bound)
 		      "delivered %lu ticks (%lu work wakes): the bound's own wakes delivered nothing",
 		      c.delivered, c.works);
 }
+
+/*
+ * The work timer is hard and, with both slots on the upcall, each of its
+ * expiries finds the deferred tick's upcall already owed and only sets its
+ * bit: --stats still times every such delivery as the hard timer's
+ * (hard_lateness_ns), once per wake.
+ */
+Test(missed_ticks, a_hard_timer_riding_the_ticks_upcall_is_timed)
+{
+	uint64_t timed, works = 0, d, m;
+	char cmdline[96];
+	struct run r;
+
+	require_guest("tick");
+	snprintf(cmdline, sizeof(cmdline), "seconds=%d tick_us=%d work_ms=%d",
+		 SECONDS, TICK_US, WORK_MS);
+	run_lull(&r, LIMIT_S, "run", "--stats", "-", "--cmdline", cmdline,
+		 guest("tick"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "tick: PASS backend=lull delivery=upcall"),
+		  "%s", r.out);
+	cr_assert(account(r.out, 3, &works, &d, &m),
+		  "no account line for the work slot:\n%s", r.out);
+	cr_assert(find_json(r.out), "no --stats:\n%s", r.out);
+	timed = vcpu_stat(find_json(r.out), 0, "hard_lateness_ns.count");
+	cr_log_info("work ran %lu times, hard deliveries timed %lu", works,
+		    timed);
+	cr_assert_geq(10 * timed, 8 * works,
+		      "%lu hard deliveries timed for %lu work wakes", timed,
+		      works);
+}
