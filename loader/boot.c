@@ -124,6 +124,8 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 			if (apic) {
 				e.ecx |= CPUID_1_APIC_ECX;
 				e.edx |= CPUID_1_EDX_APIC;
+				if (leaves->no_x2apic)
+					e.ecx &= ~CPUID_1_ECX_X2APIC;
 			} else {
 				e.ecx &= ~CPUID_1_APIC_ECX;
 				e.edx &= ~CPUID_1_EDX_APIC;

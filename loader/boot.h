@@ -43,6 +43,7 @@ struct boot_leaves {
 	unsigned nr_slots; /* PV timer slots per vCPU */
 	unsigned missed_ticks; /* LULL_MISSED_* */
 	unsigned timer_mode; /* LULL_MODE_* */
+	bool no_x2apic; /* --no-x2apic: CPUID.1 offers an xAPIC only */
 };
 
 /* CPUID.1:EBX[31:24], the initial APIC ID, is how a vCPU finds its index. */

@@ -357,6 +357,11 @@ void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 	v->apic.missed_policy = missed_policy;
 }
 
+void apic_hide_x2apic(struct vcpu *v)
+{
+	v->apic.x2apic_hidden = true;
+}
+
 /* ---- state ---- */
 
 static void reset_registers(struct vcpu *v)
@@ -647,6 +652,8 @@ static int write_base(struct vcpu *v, uint64_t value)
 
 	if (value & reserved)
 		return -EPERM;
+	if (is_x2 && a->x2apic_hidden)
+		return -EPERM; /* EXTD is a reserved bit without x2APIC */
 	if (is_x2 && !is_en)
 		return -EPERM; /* invalid state */
 	if (was_x2 && is_en && !is_x2)

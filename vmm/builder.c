@@ -415,6 +415,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 		.nr_slots = vm->cfg.nr_slots,
 		.missed_ticks = vm->cfg.missed_ticks,
 		.timer_mode = vm->cfg.timer_mode,
+		.no_x2apic = vm->cfg.no_x2apic,
 	};
 	struct kvm_cpuid2 *cpuid;
 	uint64_t tsc_zero_raw_ns = 0;
@@ -450,6 +451,8 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			     vm->cfg.missed_ticks);
 		apic_set_timer_policy(v, vm->cfg.apic_max_defer_ns,
 				      vm->cfg.missed_ticks);
+		if (vm->cfg.no_x2apic)
+			apic_hide_x2apic(v);
 		/* an unmodified OS starts its APs itself, with INIT and SIPI */
 		v->wait_for_sipi = i > 0 && !all_vcpus_enter;
 		r = boot_setup_vcpu(v->fd, cpuid, i, &leaves, vm->has_apic,

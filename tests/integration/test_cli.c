@@ -420,6 +420,7 @@ static const char *const run_options[] = {
 	"--timeout",
 	"--console",
 	"--stats",
+	"--no-x2apic",
 	NULL,
 };
 

@@ -130,6 +130,22 @@ Test(apic, mode_changes_follow_the_sdm)
 	cr_assert_eq(v->apic.svr, 0xff, "disabling reset the registers");
 }
 
+/* --no-x2apic: EXTD is reserved, as on a CPU without x2APIC. */
+Test(apic, hidden_x2apic_cannot_be_entered)
+{
+	struct vcpu *v = fresh(0);
+	uint64_t base;
+
+	apic_hide_x2apic(v);
+	apic_rdmsr(v, MSR_IA32_APIC_BASE, &base);
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, base | APIC_BASE_EXTD),
+		     -EPERM);
+	apic_rdmsr(v, MSR_IA32_APIC_BASE, &base);
+	cr_assert_eq(base & APIC_BASE_EXTD, 0, "still an xAPIC");
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, APIC_DEFAULT_BASE), 0,
+		     "xAPIC to disabled still works");
+}
+
 Test(apic, disabled_apic_delivers_edges_without_eoi)
 {
 	struct vcpu *v = fresh(0);
