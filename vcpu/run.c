@@ -270,6 +270,28 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 }
 
 /*
+ * KVM keeps CPUID.1:EDX.APIC in step with the enable bit of its own copy
+ * of IA32_APIC_BASE (kvm_update_cpuid_runtime), which the guest's writes,
+ * filtered to lull, never reach: a write lull's APIC took is copied there,
+ * so that a guest that disables its APIC sees the bit clear, as on KVM's
+ * APIC.
+ */
+static void tell_kvm_apic_base(struct vcpu *v, uint64_t value)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry entry;
+	} msrs = {
+		.hdr.nmsrs = 1,
+		.entry = { .index = MSR_IA32_APIC_BASE, .data = value },
+	};
+
+	if (ioctl(v->fd, KVM_SET_MSRS, &msrs) != 1)
+		fatal(v, "KVM refused IA32_APIC_BASE 0x%llx that lull's APIC took",
+		      (unsigned long long)value);
+}
+
+/*
  * MSRs KVM hands to userspace: the APIC's (filtered to us), and any access
  * KVM itself would fault (run->msr.reason says which); error = 1 makes
  * KVM inject the #GP.
@@ -280,6 +302,9 @@ static void msr_exit(struct vcpu *v, bool write)
 	uint64_t data = run->msr.data;
 	int r = write ? apic_wrmsr(v, run->msr.index, data) :
 			apic_rdmsr(v, run->msr.index, &data);
+
+	if (write && r == 0 && run->msr.index == MSR_IA32_APIC_BASE)
+		tell_kvm_apic_base(v, data);
 
 	if (r == -ENOENT)
 		r = v->ops->msr(v, run->msr.index, write, &data) ? 0 : -EPERM;
@@ -340,6 +365,12 @@ static void handle_exit(struct vcpu *v)
 		break;
 	case KVM_EXIT_IRQ_WINDOW_OPEN:
 	case KVM_EXIT_INTR:
+		break;
+	case KVM_EXIT_SET_TPR:
+		/* KVM without its own APIC exits when CR8 goes down, so
+		 * that what the lower priority lets through is delivered:
+		 * the CR8 sync above has told the APIC, the next entry
+		 * delivers. */
 		break;
 	case KVM_EXIT_SHUTDOWN:
 		fatal(v, "triple fault (KVM_EXIT_SHUTDOWN) at rip 0x%llx",
