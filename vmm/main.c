@@ -69,6 +69,8 @@ static const char usage_text[] =
 	"                             their identical pages)\n"
 	"      --no-x2apic            the local APIC is an xAPIC only: CPUID hides x2APIC\n"
 	"                             and IA32_APIC_BASE refuses to enter it\n"
+	"      --test-device          QEMU pc-testdev's I/O APIC lines at ports\n"
+	"                             0x2000-0x2017, for kvm-unit-tests' ioapic test\n"
 	"      --no-seccomp           no system-call filter (to debug a status-159 stop);\n"
 	"                             lull still drops its capabilities\n"
 	"  -h, --help                 this text\n"
@@ -97,6 +99,7 @@ enum {
 	OPT_STATS,
 	OPT_NO_MEM_MERGE,
 	OPT_NO_X2APIC,
+	OPT_TEST_DEVICE,
 	OPT_NO_SECCOMP,
 };
 
@@ -116,6 +119,7 @@ static const struct option long_options[] = {
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "no-mem-merge", no_argument, NULL, OPT_NO_MEM_MERGE },
 	{ "no-x2apic", no_argument, NULL, OPT_NO_X2APIC },
+	{ "test-device", no_argument, NULL, OPT_TEST_DEVICE },
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -313,6 +317,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			break;
 		case OPT_NO_X2APIC:
 			cfg->no_x2apic = true;
+			break;
+		case OPT_TEST_DEVICE:
+			cfg->test_device = true;
 			break;
 		case OPT_NO_SECCOMP:
 			cfg->no_seccomp = true;

@@ -66,6 +66,7 @@ struct vm_config {
 	bool no_seccomp; /* --no-seccomp: confine threads without filters */
 	bool no_mem_merge; /* --no-mem-merge: keep guest RAM from KSM */
 	bool no_x2apic; /* --no-x2apic: the local APIC is an xAPIC only */
+	bool test_device; /* --test-device: pc-testdev's IRQ lines */
 };
 
 /* Hypercall argument errors, counted per kind, the first of each logged. */

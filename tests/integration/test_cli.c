@@ -421,6 +421,7 @@ static const char *const run_options[] = {
 	"--console",
 	"--stats",
 	"--no-x2apic",
+	"--test-device",
 	NULL,
 };
 
