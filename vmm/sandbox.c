@@ -179,6 +179,7 @@ static int allow_vcpu(scmp_filter_ctx ctx, int vcpu_fd, int ring_fd)
 	const struct rule r[] = {
 		VCPU_IOCTL(KVM_RUN),
 		VCPU_IOCTL(KVM_INTERRUPT), /* where kvm_run cannot carry it */
+		VCPU_IOCTL(KVM_NMI), /* an NMI another vCPU sent */
 		VCPU_IOCTL(KVM_GET_REGS), /* without KVM_CAP_SYNC_REGS */
 		VCPU_IOCTL(KVM_SET_REGS),
 		VCPU_IOCTL(KVM_SET_SREGS), /* an AP started by a SIPI */

@@ -449,6 +449,25 @@ Test(apic, icr_self_others_and_errors)
 	cr_assert_eq(rd(v, APIC_ESR), APIC_ESR_SEND_ILLEGAL);
 }
 
+/* An NMI IPI reaches its target, counted there for its thread to queue. */
+Test(apic, nmi_ipi_is_posted_to_its_target)
+{
+	struct vcpu *v = x2apic_on(3);
+	struct apic_ipi nmi = { .x2apic = true, .dest = 3,
+				.mode = APIC_DM_NMI };
+
+	cr_assert(vcpu_send_ipi(NULL, v, &nmi));
+	cr_assert(vcpu_send_ipi(NULL, v, &nmi));
+	cr_assert_eq(atomic_load(&v->nmi_posted), 2);
+	cr_assert_eq(apic_deliverable(&v->apic), -1, "not a vector");
+	nmi.dest = 4;
+	cr_assert(vcpu_send_ipi(NULL, v, &nmi), "not ours: taken, ignored");
+	cr_assert_eq(atomic_load(&v->nmi_posted), 2);
+	nmi.mode = APIC_DM_SMI;
+	nmi.dest = 3;
+	cr_assert_not(vcpu_send_ipi(NULL, v, &nmi), "SMI is not modelled");
+}
+
 Test(apic, destinations)
 {
 	struct vcpu *v = x2apic_on(17);
