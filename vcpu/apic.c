@@ -422,8 +422,13 @@ bool apic_accepts(const struct apic *a, const struct apic_ipi *ipi)
 			return ipi->dest == 0xffffffffu || ipi->dest == a->id;
 		return ipi->dest == 0xff || ipi->dest == a->id;
 	}
-	if (ipi->x2apic) {
-		if (ipi->dest == 0xffffffffu)
+	/*
+	 * An 8-bit logical destination (the I/O APIC's) reaching an APIC in
+	 * x2APIC mode is matched against its x2APIC LDR, as KVM does: it
+	 * names members of cluster 0, and 0xff is still everyone.
+	 */
+	if (ipi->x2apic || x2apic_mode(a)) {
+		if (ipi->dest == (ipi->x2apic ? 0xffffffffu : 0xffu))
 			return true;
 		ldr = x2apic_ldr(a->id);
 		return (ipi->dest >> 16) == (ldr >> 16) &&

@@ -487,6 +487,22 @@ Test(apic, destinations)
 	cr_assert_not(apic_accepts(&v->apic, &ipi), "cluster 0 is not ours");
 }
 
+/* The I/O APIC's 8-bit logical destinations at x2APIC-mode APICs. */
+Test(apic, ioapic_logical_destination_at_an_x2apic)
+{
+	struct vcpu *v = x2apic_on(2);
+	struct apic_ipi ipi = { .x2apic = false, .logical = true, .dest = 0x4 };
+
+	cr_assert(apic_accepts(&v->apic, &ipi), "cluster 0, member 2");
+	ipi.dest = 0x0b;
+	cr_assert_not(apic_accepts(&v->apic, &ipi));
+	ipi.dest = 0xff;
+	cr_assert(apic_accepts(&v->apic, &ipi), "broadcast");
+	v = x2apic_on(17); /* cluster 1: no 8-bit destination reaches it */
+	ipi.dest = 0x02;
+	cr_assert_not(apic_accepts(&v->apic, &ipi));
+}
+
 Test(apic, xapic_mmio_reads_the_same_registers)
 {
 	struct vcpu *v = fresh(4);
