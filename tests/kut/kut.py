@@ -313,16 +313,20 @@ def run_one(vmm, test, image, env, cfg):
 
 def read_known(path):
     """{(test, sub-test or "*"): reason} from the "kvm-unit-tests on lull" table."""
-    known, in_section = {}, False
+    known, in_section, in_table = {}, False, False
     with open(path) as f:
         for line in f:
             if line.startswith("#"):
                 in_section = "kvm-unit-tests on lull" in line
                 continue
             if not in_section or not line.startswith("|"):
+                in_table = False
                 continue
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) < 3 or cells[0] in ("test", "") or set(cells[0]) <= set("-: "):
+            if cells[:3] == ["test", "sub-test", "reason"]:
+                in_table = True  # the section's other tables are results
+                continue
+            if not in_table or len(cells) < 3 or set(cells[0]) <= set("-: "):
                 continue
             test, sub, reason = cells[0].strip("`"), cells[1].strip("`"), cells[2]
             if reason:
