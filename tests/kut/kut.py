@@ -430,7 +430,10 @@ def run_here(cfg, names, tests, kut_src):
                 log(f"{n} on {v}: {res.verdict} ({p} passed, {fl} failed, {s} skipped, "
                     f"{res.seconds:.1f} s)")
     print_table(names, results, vmms)
-    print(f"\nlogs: {log_dir}")
+    if cfg.inside and not cfg.log_dir:
+        print("\nlogs: lost with the nested runner (give --log-dir to keep them)")
+    else:
+        print(f"\nlogs: {log_dir}")
     if not cfg.known:
         return 0
     known = read_known(cfg.known)
