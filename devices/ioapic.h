@@ -28,8 +28,9 @@
  * message due in one is counted (a level pin's each time it falls due),
  * the first logged. The destination is 8 bits in the xAPIC format
  * (physical: an APIC ID, 0xff all; logical: matched against the xAPIC
- * LDR and DFR); an x2APIC guest without interrupt remapping uses physical
- * destinations, which are its 8-bit APIC IDs. Delivery status reads 0: a
+ * LDR and DFR, or, at an APIC in x2APIC mode, its x2APIC LDR: members of
+ * cluster 0, as KVM matches them); an x2APIC guest without interrupt
+ * remapping mostly uses physical destinations, its 8-bit APIC IDs. Delivery status reads 0: a
  * message is sent at once.
  *
  * Accesses a guest should not make (not 32 bits, not a register, a

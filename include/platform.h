@@ -25,6 +25,8 @@
  *   PLATFORM_SLEEP_*_PORT       600   2    ACPI sleep control and status
  *   PLATFORM_RESET_PORT         cf9   1    ACPI reset register (power)
  *   LULL_HCALL_PORT             e11   1    lull's hypercalls (lull_abi.h)
+ *   PLATFORM_TEST_IRQ_PORT     2000  24    with --test-device only: QEMU
+ *                                          pc-testdev's I/O APIC lines
  *
  * lull's own ABI ports are defined in lull_abi.h, which the guests share;
  * they are listed here so that the map is whole.
@@ -63,6 +65,13 @@
 #define PLATFORM_RESET_CPU 0x04
 /* QEMU's fw_cfg ports: a 16-bit selector, then its data a byte at a time */
 #define PLATFORM_FW_CFG_PORT 0x510
+/*
+ * QEMU's pc-testdev interrupt lines, which kvm-unit-tests' ioapic test
+ * drives: a byte written to PLATFORM_TEST_IRQ_PORT + n sets the line of
+ * I/O APIC pin n (0..PLATFORM_IOAPIC_PINS - 1) to asserted (not 0) or
+ * not (0). Only with --test-device: a real guest has no such ports.
+ */
+#define PLATFORM_TEST_IRQ_PORT 0x2000
 /* The i8042's command port: 0xfe pulses the CPU's reset line. */
 #define PLATFORM_I8042_COMMAND_PORT 0x64
 #define PLATFORM_I8042_PULSE_RESET 0xfe

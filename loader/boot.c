@@ -7,6 +7,7 @@
 
 #include "loader/boot.h"
 #include "loader/bzimage.h"
+#include "loader/multiboot.h"
 #include "lull_abi.h"
 
 #define CPUID_1_ECX_X2APIC (1u << 21)
@@ -124,6 +125,8 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 			if (apic) {
 				e.ecx |= CPUID_1_APIC_ECX;
 				e.edx |= CPUID_1_EDX_APIC;
+				if (leaves->no_x2apic)
+					e.ecx &= ~CPUID_1_ECX_X2APIC;
 			} else {
 				e.ecx &= ~CPUID_1_APIC_ECX;
 				e.edx &= ~CPUID_1_EDX_APIC;
@@ -178,18 +181,20 @@ static void flat_segment(struct kvm_segment *s, uint16_t selector, uint8_t type)
 }
 
 /*
- * PVH entry: 32-bit protected mode, paging off, flat 4 GiB segments.
- * Without an APIC, IA32_APIC_BASE goes to 0, APIC disabled: KVM sets
+ * PVH and multiboot entry: 32-bit protected mode, paging off, flat 4 GiB
+ * segments, the boot information in ebx and, for multiboot, its magic in
+ * eax. Without an APIC, IA32_APIC_BASE goes to 0, APIC disabled: KVM sets
  * CPUID.1:EDX.APIC from that MSR's enable bit whatever the VMM said
  * (kvm_update_cpuid_runtime), and its reset value has the APIC enabled.
  */
-static int pvh_entry_state(int fd, uint32_t entry, uint32_t start_info,
-			   bool apic)
+static int protected_mode_entry_state(int fd, uint32_t entry, uint32_t eax,
+				      uint32_t ebx, bool apic)
 {
 	struct kvm_sregs sregs;
 	struct kvm_regs regs = {
 		.rip = entry,
-		.rbx = start_info,
+		.rax = eax,
+		.rbx = ebx,
 		.rflags = 0x2,
 	};
 
@@ -298,6 +303,8 @@ int boot_setup_vcpu(int vcpu_fd, const struct kvm_cpuid2 *supported,
 	if (entry->protocol == BOOT_LINUX_64)
 		return linux64_entry_state(vcpu_fd, entry->rip, entry->info,
 					   apic);
-	return pvh_entry_state(vcpu_fd, (uint32_t)entry->rip,
-			       (uint32_t)entry->info, apic);
+	return protected_mode_entry_state(
+		vcpu_fd, (uint32_t)entry->rip,
+		entry->protocol == BOOT_MULTIBOOT ? MULTIBOOT_BOOT_MAGIC : 0,
+		(uint32_t)entry->info, apic);
 }

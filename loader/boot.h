@@ -3,9 +3,10 @@
  * The state a vCPU starts in: CPUID (KVM's supported set, one APIC ID per
  * vCPU, the local APIC only where the VM has lull's, lull's hypervisor
  * leaves at 0x40000000 and KVM's at 0x40000100 with only what KVM serves
- * without an irqchip: kvmclock) and the entry state of one of two boot
+ * without an irqchip: kvmclock) and the entry state of one of three boot
  * protocols. PVH: 32-bit protected mode, flat segments, paging off,
- * ebx = start_info. Linux's 64-bit boot protocol (a bzImage): long mode
+ * ebx = start_info; multiboot v1 the same, with eax = 0x2BADB002 and
+ * ebx = the multiboot information. Linux's 64-bit boot protocol (a bzImage): long mode
  * on the page tables and GDT bzimage.c wrote in the boot area, CS
  * __BOOT_CS, the data segments __BOOT_DS, rsi = boot_params. Interrupts
  * off in both. Guests tell vCPUs apart by APIC ID. docs/abi.md lists
@@ -21,12 +22,14 @@
 enum boot_protocol {
 	BOOT_PVH, /* a PVH ELF: lull's guests, a Linux vmlinux */
 	BOOT_LINUX_64, /* a bzImage, entered at its 64-bit entry point */
+	BOOT_MULTIBOOT, /* multiboot v1: PVH's state, eax = 0x2BADB002 */
 };
 
 struct boot_entry {
 	enum boot_protocol protocol;
 	uint64_t rip;
-	/* PVH: hvm_start_info's GPA (ebx); Linux: boot_params' GPA (rsi) */
+	/* PVH: hvm_start_info's GPA (ebx); Linux: boot_params' GPA (rsi);
+	 * multiboot: the multiboot information's GPA (ebx) */
 	uint64_t info;
 };
 
@@ -49,6 +52,7 @@ struct boot_leaves {
 	 * against another clock every half second.
 	 */
 	bool tsc_invariant;
+	bool no_x2apic; /* --no-x2apic: CPUID.1 offers an xAPIC only */
 };
 
 /* CPUID.1:EBX[31:24], the initial APIC ID, is how a vCPU finds its index. */

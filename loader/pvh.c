@@ -85,6 +85,7 @@ struct elf_header {
 	uint64_t phoff;
 	uint16_t phentsize;
 	uint16_t phnum;
+	uint64_t entry; /* e_entry */
 };
 
 struct segment {
@@ -185,6 +186,7 @@ static int read_elf_header(struct loader *l)
 		eh->phoff = e.e_phoff;
 		eh->phentsize = e.e_phentsize;
 		eh->phnum = e.e_phnum;
+		eh->entry = e.e_entry;
 	} else {
 		Elf32_Ehdr e;
 
@@ -197,6 +199,7 @@ static int read_elf_header(struct loader *l)
 		eh->phoff = e.e_phoff;
 		eh->phentsize = e.e_phentsize;
 		eh->phnum = e.e_phnum;
+		eh->entry = e.e_entry;
 	}
 	if (version != EV_CURRENT)
 		return loader_fail(l, ENOEXEC, "bad ELF version %u", version);
@@ -556,7 +559,7 @@ static int find_pvh_entry(struct loader *l, uint32_t *entry, bool *all_vcpus)
 }
 
 /* The entry must land on bytes that come from the file, in an executable segment. */
-static int check_entry(struct loader *l, uint32_t entry)
+static int check_entry(struct loader *l, const char *what, uint64_t entry)
 {
 	for (unsigned int i = 0; i < l->eh.phnum; i++) {
 		struct segment s = read_segment(l, i);
@@ -567,8 +570,8 @@ static int check_entry(struct loader *l, uint32_t entry)
 	}
 	return loader_fail(
 		l, ENOEXEC,
-		"PVH entry 0x%x is not inside the file bytes of any executable PT_LOAD segment",
-		entry);
+		"%s 0x%llx is not inside the file bytes of any executable PT_LOAD segment",
+		what, (ull)entry);
 }
 
 /* Copies the file part of each segment; the bss part is already zero. */
@@ -580,6 +583,22 @@ static void copy_segments(const struct loader *l, uint8_t *ram)
 		if (s.type == PT_LOAD && s.filesz)
 			memcpy(ram + s.paddr, l->file + s.offset, s.filesz);
 	}
+}
+
+/* The checks both entry conventions share: header, program headers, segments. */
+static int check_elf(struct loader *l, struct pvh_image *img)
+{
+	int ret = check_ident(l);
+
+	if (!ret)
+		ret = read_elf_header(l);
+	if (!ret)
+		ret = check_machine_and_type(l);
+	if (!ret)
+		ret = check_phdr_table(l);
+	if (!ret)
+		ret = check_segments(l, img);
+	return ret;
 }
 
 int pvh_load_elf(const void *file, size_t file_size, void *ram,
@@ -596,23 +615,46 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
 	struct pvh_image out = { 0 };
 	int ret;
 
-	ret = check_ident(&l);
-	if (!ret)
-		ret = read_elf_header(&l);
-	if (!ret)
-		ret = check_machine_and_type(&l);
-	if (!ret)
-		ret = check_phdr_table(&l);
-	if (!ret)
-		ret = check_segments(&l, &out);
+	ret = check_elf(&l, &out);
 	if (!ret)
 		ret = find_pvh_entry(&l, &out.entry, &out.all_vcpus_enter);
 	if (!ret)
-		ret = check_entry(&l, out.entry);
+		ret = check_entry(&l, "PVH entry", out.entry);
 	if (ret)
 		return ret;
 
 	copy_segments(&l, ram);
+	*img = out;
+	return 0;
+}
+
+int pvh_load_elf_e_entry(const void *file, size_t file_size, void *ram,
+			 uint64_t ram_size, struct pvh_image *img, char *err,
+			 size_t err_len)
+{
+	struct loader l = {
+		.file = file,
+		.file_size = file_size,
+		.ram_size = ram_size,
+		.err = err,
+		.err_len = err_len,
+	};
+	struct pvh_image out = { 0 };
+	int ret;
+
+	ret = check_elf(&l, &out);
+	if (!ret && l.eh.entry > UINT32_MAX)
+		ret = loader_fail(
+			&l, ENOEXEC,
+			"ELF entry point 0x%llx is above 4 GiB, out of reach of a 32-bit entry",
+			(ull)l.eh.entry);
+	if (!ret)
+		ret = check_entry(&l, "ELF entry point", l.eh.entry);
+	if (ret)
+		return ret;
+
+	copy_segments(&l, ram);
+	out.entry = (uint32_t)l.eh.entry;
 	*img = out;
 	return 0;
 }

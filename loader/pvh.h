@@ -46,6 +46,17 @@ int pvh_load_elf(const void *file, size_t file_size, void *ram,
 		 size_t err_len);
 
 /*
+ * pvh_load_elf without the PVH note, for a boot protocol that enters the
+ * ELF at its header's e_entry (multiboot.c): the same checks, the same
+ * loading by p_paddr, the same errors, RAM untouched on failure.
+ * img->entry is e_entry, which must lie below 4 GiB in the file bytes of an
+ * executable PT_LOAD segment; all_vcpus_enter is false.
+ */
+int pvh_load_elf_e_entry(const void *file, size_t file_size, void *ram,
+			 uint64_t ram_size, struct pvh_image *img, char *err,
+			 size_t err_len);
+
+/*
  * Writes hvm_start_info (version 1) at LULL_START_INFO_GPA, the memory map
  * right after it and the NUL-terminated cmdline at LULL_CMDLINE_GPA
  * (cmdline NULL or "" => cmdline_paddr 0). rsdp_paddr goes into the record

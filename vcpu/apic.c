@@ -367,6 +367,11 @@ void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 	v->apic.missed_policy = missed_policy;
 }
 
+void apic_hide_x2apic(struct vcpu *v)
+{
+	v->apic.x2apic_hidden = true;
+}
+
 /* ---- state ---- */
 
 static void reset_registers(struct vcpu *v)
@@ -427,8 +432,13 @@ bool apic_accepts(const struct apic *a, const struct apic_ipi *ipi)
 			return ipi->dest == 0xffffffffu || ipi->dest == a->id;
 		return ipi->dest == 0xff || ipi->dest == a->id;
 	}
-	if (ipi->x2apic) {
-		if (ipi->dest == 0xffffffffu)
+	/*
+	 * An 8-bit logical destination (the I/O APIC's) reaching an APIC in
+	 * x2APIC mode is matched against its x2APIC LDR, as KVM does: it
+	 * names members of cluster 0, and 0xff is still everyone.
+	 */
+	if (ipi->x2apic || x2apic_mode(a)) {
+		if (ipi->dest == (ipi->x2apic ? 0xffffffffu : 0xffu))
 			return true;
 		ldr = x2apic_ldr(a->id);
 		return (ipi->dest >> 16) == (ldr >> 16) &&
@@ -657,6 +667,8 @@ static int write_base(struct vcpu *v, uint64_t value)
 
 	if (value & reserved)
 		return -EPERM;
+	if (is_x2 && a->x2apic_hidden)
+		return -EPERM; /* EXTD is a reserved bit without x2APIC */
 	if (is_x2 && !is_en)
 		return -EPERM; /* invalid state */
 	if (was_x2 && is_en && !is_x2)

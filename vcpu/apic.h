@@ -73,6 +73,8 @@ struct apic {
 	/* the timer policy (apic_set_timer_policy) */
 	uint64_t max_defer_ns;
 	unsigned missed_policy;
+	/* CPUID offers no x2APIC (apic_hide_x2apic): EXTD is reserved */
+	bool x2apic_hidden;
 	uint64_t timer_fired;
 	/* of those, under a max deferral: run on a halted vCPU past expiry
 	 * + slop, and of those, run at their multiple of B (the host woke
@@ -98,6 +100,9 @@ void apic_halting(struct vcpu *v);
  * late periodic ticks follow `missed_policy` (LULL_MISSED_*). */
 void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 			   unsigned missed_policy);
+/* The vCPU's CPUID offers no x2APIC (--no-x2apic): as on such a CPU,
+ * setting IA32_APIC_BASE.EXTD faults, and the APIC stays an xAPIC. */
+void apic_hide_x2apic(struct vcpu *v);
 
 /* Raises vector `times` times. As an edge (accumulate false) a raise onto
  * a vector still owed merges into it; accumulating, every raise is owed a

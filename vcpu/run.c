@@ -103,6 +103,28 @@ static void take_init_sipi(struct vcpu *v)
 		start_at_sipi(v, (uint8_t)sipi);
 }
 
+/*
+ * NMIs other vCPUs sent, queued in KVM with KVM_NMI (for a VMM without
+ * KVM's irqchip), which delivers them when the guest can take one. Of
+ * several sent meanwhile two are queued: KVM keeps no more pending, as a
+ * CPU latches one NMI while it handles another.
+ */
+static void take_nmis(struct vcpu *v)
+{
+	unsigned n;
+
+	if (!atomic_load_explicit(&v->nmi_posted, memory_order_relaxed))
+		return;
+	n = atomic_exchange(&v->nmi_posted, 0);
+	for (unsigned i = 0; i < n && i < 2; i++) {
+		if (v->fd >= 0 && ioctl(v->fd, KVM_NMI) < 0) {
+			fatal(v, "KVM_NMI failed: %s", strerror(errno));
+			return;
+		}
+	}
+	v->nmi_taken = true;
+}
+
 /* Every return to the VMM: run whatever is due, hard and deferred alike.
  * Returns the time it ran them at. */
 static uint64_t catch_up(struct vcpu *v)
@@ -115,6 +137,7 @@ static uint64_t catch_up(struct vcpu *v)
 	wheel_advance(&v->wheel, now);
 	take_posted(v);
 	take_init_sipi(v);
+	take_nmis(v);
 	return now;
 }
 
@@ -218,12 +241,13 @@ static void drain_kick_signal(struct vcpu *v)
 		v->stats.kicks_received++;
 }
 
-/* A halted vCPU resumes for an interrupt it can take, or for INIT. With
- * IF clear, or the vector masked by the APIC's priority, it sleeps on. */
+/* A halted vCPU resumes for an interrupt it can take, an NMI, or INIT.
+ * With IF clear, or the vector masked by the APIC's priority, it sleeps
+ * on. */
 static bool halt_ends(struct vcpu *v)
 {
 	return (apic_deliverable(&v->apic) >= 0 && v->run->if_flag) ||
-	       v->wait_for_sipi;
+	       v->nmi_taken || v->wait_for_sipi;
 }
 
 static bool sipi_came(struct vcpu *v)
@@ -270,6 +294,29 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 }
 
 /*
+ * KVM keeps CPUID.1:EDX.APIC in step with the enable bit of its own copy
+ * of IA32_APIC_BASE (kvm_update_cpuid_runtime), which the guest's writes,
+ * filtered to lull, never reach: a write lull's APIC took is copied there,
+ * so that a guest that disables its APIC sees the bit clear, as on KVM's
+ * APIC.
+ */
+static void tell_kvm_apic_base(struct vcpu *v, uint64_t value)
+{
+	/* struct kvm_msrs ends in a flexible array: room for one entry */
+	union {
+		struct kvm_msrs head;
+		uint8_t bytes[sizeof(struct kvm_msrs) +
+			      sizeof(struct kvm_msr_entry)];
+	} msrs = { .head.nmsrs = 1 };
+
+	msrs.head.entries[0].index = MSR_IA32_APIC_BASE;
+	msrs.head.entries[0].data = value;
+	if (ioctl(v->fd, KVM_SET_MSRS, &msrs.head) != 1)
+		fatal(v, "KVM refused IA32_APIC_BASE 0x%llx that lull's APIC took",
+		      (unsigned long long)value);
+}
+
+/*
  * MSRs KVM hands to userspace: the APIC's (filtered to us), and any access
  * KVM itself would fault (run->msr.reason says which); error = 1 makes
  * KVM inject the #GP.
@@ -280,6 +327,9 @@ static void msr_exit(struct vcpu *v, bool write)
 	uint64_t data = run->msr.data;
 	int r = write ? apic_wrmsr(v, run->msr.index, data) :
 			apic_rdmsr(v, run->msr.index, &data);
+
+	if (write && r == 0 && run->msr.index == MSR_IA32_APIC_BASE)
+		tell_kvm_apic_base(v, data);
 
 	if (r == -ENOENT)
 		r = v->ops->msr(v, run->msr.index, write, &data) ? 0 : -EPERM;
@@ -321,6 +371,7 @@ static void handle_exit(struct vcpu *v)
 	switch (run->exit_reason) {
 	case KVM_EXIT_HLT:
 		v->stats.halts++;
+		v->nmi_taken = false; /* one queued before was delivered */
 		sleep_until(v, halt_ends);
 		break;
 	case KVM_EXIT_X86_RDMSR:
@@ -340,6 +391,12 @@ static void handle_exit(struct vcpu *v)
 		break;
 	case KVM_EXIT_IRQ_WINDOW_OPEN:
 	case KVM_EXIT_INTR:
+		break;
+	case KVM_EXIT_SET_TPR:
+		/* KVM without its own APIC exits when CR8 goes down, so
+		 * that what the lower priority lets through is delivered:
+		 * the CR8 sync above has told the APIC, the next entry
+		 * delivers. */
 		break;
 	case KVM_EXIT_SHUTDOWN:
 		fatal(v, "triple fault (KVM_EXIT_SHUTDOWN) at rip 0x%llx",

@@ -50,6 +50,7 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 		atomic_init(&v->posted_level[i], 0);
 	atomic_init(&v->init_posted, false);
 	atomic_init(&v->sipi_posted, -1);
+	atomic_init(&v->nmi_posted, 0);
 	wheel_init(&v->wheel, now, 0);
 	apic_init(v, index == 0);
 	v->idle.kick_fd = -1;
@@ -149,6 +150,12 @@ void vcpu_post_sipi(struct vcpu *v, uint8_t vector)
 	vcpu_kick(v);
 }
 
+void vcpu_post_nmi(struct vcpu *v)
+{
+	atomic_fetch_add(&v->nmi_posted, 1);
+	vcpu_kick(v);
+}
+
 bool vcpu_send_ipi(struct vcpu *from, struct vcpu *to,
 		   const struct apic_ipi *ipi)
 {
@@ -160,6 +167,9 @@ bool vcpu_send_ipi(struct vcpu *from, struct vcpu *to,
 	case APIC_DM_FIXED:
 	case APIC_DM_LOWEST:
 		vcpu_post_vector_trigger(to, ipi->vector, ipi->level);
+		return true;
+	case APIC_DM_NMI:
+		vcpu_post_nmi(to);
 		return true;
 	case APIC_DM_INIT:
 		vcpu_post_init(to);

@@ -146,6 +146,8 @@ struct vcpu {
 	_Atomic uint64_t posted_level[4]; /* ...of which level-triggered */
 	atomic_bool init_posted;
 	_Atomic int sipi_posted; /* a vector, or -1 */
+	atomic_uint nmi_posted; /* NMIs sent, not yet queued in KVM */
+	bool nmi_taken; /* one was queued since the vCPU halted: it wakes */
 
 	struct vcpu_stats stats;
 };
@@ -167,6 +169,9 @@ void vcpu_post_vector_trigger(struct vcpu *v, uint8_t vector, bool level);
  * at vector << 12 (a SIPI to a vCPU not waiting is ignored). */
 void vcpu_post_init(struct vcpu *v);
 void vcpu_post_sipi(struct vcpu *v, uint8_t vector);
+/* An NMI (delivery mode NMI): queued in KVM on the vCPU's thread, which
+ * leaves a halt for it. */
+void vcpu_post_nmi(struct vcpu *v);
 /*
  * Delivers an IPI from `from`'s APIC (NULL: from the I/O APIC) to `to`, if
  * `to` is one of its destinations: fixed (and lowest priority, which lull gives to every

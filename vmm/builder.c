@@ -21,6 +21,7 @@
 #include "loader/bzimage.h"
 #include "loader/guest_file.h"
 #include "loader/initrd.h"
+#include "loader/multiboot.h"
 #include "loader/pvh.h"
 #include "timers/clock.h"
 #include "vmm/builder.h"
@@ -116,7 +117,10 @@ struct loaded_guest {
 	/* the range the kernel occupies while it boots: the initrd keeps off */
 	uint64_t kernel_start, kernel_end;
 	struct bzimage_kernel bz; /* BOOT_LINUX_64 */
-	const char *cmdline; /* --cmdline, or a bzImage's default */
+	/* --cmdline, or a bzImage's default; multiboot: the kernel's path
+	 * first, then --cmdline (multiboot_cmdline) */
+	const char *cmdline;
+	char *cmdline_buf; /* what cmdline points to where lull built it */
 	uint64_t initrd_addr, initrd_size; /* size 0: no --initrd */
 };
 
@@ -126,14 +130,53 @@ static bool is_elf(const void *file, size_t size)
 }
 
 /*
- * The image's format comes from its first bytes: an ELF is a PVH guest
- * (pvh.c says why if it has no PVH note), a bzImage boots by Linux's
- * 64-bit protocol. A bzImage with no --cmdline gets BZ_DEFAULT_CMDLINE.
- * Returns 0 or a negative exit status.
+ * A multiboot kernel's command line starts with the kernel's own path, as
+ * GRUB and QEMU write it (kvm-unit-tests takes its arguments from the
+ * second word on): "KERNEL", or "KERNEL --cmdline".
+ */
+static int multiboot_cmdline(struct vm *vm, struct loaded_guest *g)
+{
+	const char *path = vm->cfg.guest_path;
+	const char *args = vm->cfg.cmdline;
+	size_t len = strlen(path) + (args ? 1 + strlen(args) : 0) + 1;
+
+	g->cmdline_buf = malloc(len);
+	if (!g->cmdline_buf) {
+		vm_err(vm, "out of memory for the multiboot command line");
+		return -LULL_EXIT_HOST;
+	}
+	snprintf(g->cmdline_buf, len, "%s%s%s", path, args ? " " : "",
+		 args ? args : "");
+	g->cmdline = g->cmdline_buf;
+	return 0;
+}
+
+static int load_multiboot(const void *file, size_t size, void *ram,
+			  uint64_t ram_size, struct loaded_guest *g, char *err,
+			  size_t err_len)
+{
+	struct multiboot_image img;
+
+	if (multiboot_load(file, size, ram, ram_size, &img, err, err_len) < 0)
+		return -LULL_EXIT_BAD_GUEST;
+	g->protocol = BOOT_MULTIBOOT;
+	g->entry = img.entry;
+	g->kernel_start = img.load_start;
+	g->kernel_end = img.load_end;
+	return 0;
+}
+
+/*
+ * The image's format comes from its first bytes: an ELF with a PVH note
+ * is a PVH guest, a kernel with a multiboot header (ELF or not) a
+ * multiboot one, a bzImage boots by Linux's 64-bit protocol. PVH goes
+ * first, as in QEMU, for an ELF that offers both. A bzImage with no
+ * --cmdline gets BZ_DEFAULT_CMDLINE. Returns 0 or a negative exit status.
  */
 static int load_kernel(struct vm *vm, const void *file, size_t size,
 		       struct loaded_guest *g, char *err, size_t err_len)
 {
+	bool multiboot = multiboot_detect(file, size, NULL);
 	struct pvh_image img;
 	int r;
 
@@ -141,18 +184,30 @@ static int load_kernel(struct vm *vm, const void *file, size_t size,
 	if (is_elf(file, size)) {
 		r = pvh_load_elf(file, size, vm->ram, vm->ram_size, &img, err,
 				 err_len);
+		if (r < 0 && multiboot)
+			r = load_multiboot(file, size, vm->ram, vm->ram_size,
+					   g, err, err_len);
+		else if (r == 0) {
+			g->protocol = BOOT_PVH;
+			g->entry = img.entry;
+			g->all_vcpus_enter = img.all_vcpus_enter;
+			g->kernel_start = img.load_start;
+			g->kernel_end = img.load_end;
+		}
 		if (r < 0)
 			return -LULL_EXIT_BAD_GUEST;
-		g->protocol = BOOT_PVH;
-		g->entry = img.entry;
-		g->all_vcpus_enter = img.all_vcpus_enter;
-		g->kernel_start = img.load_start;
-		g->kernel_end = img.load_end;
-		return 0;
+		return g->protocol == BOOT_MULTIBOOT ? multiboot_cmdline(vm, g) :
+						       0;
 	}
 	if (!bzimage_detect(file, size)) {
+		if (multiboot) {
+			r = load_multiboot(file, size, vm->ram, vm->ram_size,
+					   g, err, err_len);
+			return r < 0 ? r : multiboot_cmdline(vm, g);
+		}
 		snprintf(err, err_len,
-			 "not a PVH ELF or a bzImage: no ELF magic, and no boot flag 0xAA55 with \"HdrS\" at 0x1fe");
+			 "not a PVH ELF, a multiboot kernel or a bzImage: no ELF magic, no multiboot header in the first %u bytes, and no boot flag 0xAA55 with \"HdrS\" at 0x1fe",
+			 MULTIBOOT_SEARCH_END);
 		return -LULL_EXIT_BAD_GUEST;
 	}
 	r = bzimage_load(file, size, vm->ram, vm->ram_size, &g->bz, err,
@@ -174,7 +229,9 @@ static int load_kernel(struct vm *vm, const void *file, size_t size,
 static int load_initrd(struct vm *vm, struct loaded_guest *g)
 {
 	const char *path = vm->cfg.initrd_path;
-	uint64_t limit = g->protocol == BOOT_LINUX_64 ? g->bz.initrd_limit :
+	/* multiboot: a module's end, one past its last byte, is 32 bits */
+	uint64_t limit = g->protocol == BOOT_LINUX_64  ? g->bz.initrd_limit :
+			 g->protocol == BOOT_MULTIBOOT ? UINT32_MAX :
 							 UINT64_MAX;
 	char err[200] = "";
 	void *file;
@@ -261,6 +318,11 @@ static int write_boot_info(struct vm *vm, const struct loaded_guest *g,
 						 g->cmdline, g->initrd_addr,
 						 g->initrd_size, (uint64_t)rsdp,
 						 err, sizeof(err));
+	} else if (g->protocol == BOOT_MULTIBOOT) {
+		info = multiboot_write_info(vm->ram, vm->ram_size, g->cmdline,
+					    g->initrd_addr, g->initrd_size,
+					    vm->cfg.initrd_path, err,
+					    sizeof(err));
 	} else {
 		info = pvh_write_start_info(vm->ram, vm->ram_size, g->cmdline,
 					    (uint64_t)rsdp, err, sizeof(err));
@@ -363,6 +425,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 		.nr_slots = vm->cfg.nr_slots,
 		.missed_ticks = vm->cfg.missed_ticks,
 		.timer_mode = vm->cfg.timer_mode,
+		.no_x2apic = vm->cfg.no_x2apic,
 	};
 	struct kvm_cpuid2 *cpuid;
 	uint64_t tsc_zero_raw_ns = 0;
@@ -393,6 +456,8 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			     vm->cfg.missed_ticks);
 		apic_set_timer_policy(v, vm->cfg.apic_max_defer_ns,
 				      vm->cfg.missed_ticks);
+		if (vm->cfg.no_x2apic)
+			apic_hide_x2apic(v);
 		/* an unmodified OS starts its APs itself, with INIT and SIPI */
 		v->wait_for_sipi = i > 0 && !all_vcpus_enter;
 	}
@@ -447,9 +512,9 @@ static const struct console_thread console_thread = {
 	.confine = sandbox_enter_console,
 };
 
-int vm_create(struct vm *vm, const struct vm_config *cfg)
+static int build(struct vm *vm, const struct vm_config *cfg,
+		 struct loaded_guest *guest)
 {
-	struct loaded_guest guest = { 0 };
 	struct boot_entry entry;
 	char err[200];
 	int r;
@@ -475,7 +540,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	 * console, which truncates its file, is opened only after.
 	 * start_info and the ACPI tables wait for KVM's answer on the APIC.
 	 */
-	r = load_guest(vm, &guest);
+	r = load_guest(vm, guest);
 	if (r < 0)
 		return r;
 	fw_cfg_init(&vm->fw_cfg, vm->ram_size, (uint16_t)cfg->nr_vcpus);
@@ -506,9 +571,18 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	}
 	if (register_ram(vm) < 0 || route_msrs(vm) < 0)
 		return -LULL_EXIT_HOST;
-	if (write_boot_info(vm, &guest, &entry) < 0)
+	if (write_boot_info(vm, guest, &entry) < 0)
 		return -LULL_EXIT_USAGE;
-	if (create_vcpus(vm, &entry, guest.all_vcpus_enter) < 0)
+	if (create_vcpus(vm, &entry, guest->all_vcpus_enter) < 0)
 		return -LULL_EXIT_HOST;
 	return 0;
+}
+
+int vm_create(struct vm *vm, const struct vm_config *cfg)
+{
+	struct loaded_guest guest = { 0 };
+	int r = build(vm, cfg, &guest);
+
+	free(guest.cmdline_buf);
+	return r;
 }

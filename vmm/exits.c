@@ -104,6 +104,18 @@ static bool debug_exit(struct vm_cpu *cpu, const struct port_access *a)
 	return true;
 }
 
+/* --test-device: pc-testdev's lines, pin by pin (platform.h). */
+static bool test_irq(struct vm_cpu *cpu, const struct port_access *a)
+{
+	struct vm *vm = vcpu_vm(&cpu->vcpu);
+
+	if (!vm->cfg.test_device || !a->out || a->size != 1)
+		return false;
+	ioapic_set_irq(&vm->ioapic, a->port - PLATFORM_TEST_IRQ_PORT,
+		       a->data[0] != 0);
+	return true;
+}
+
 /* One `out`, not a string of them: the registers are the arguments. */
 static bool hcall_port(struct vm_cpu *cpu, const struct port_access *a)
 {
@@ -145,6 +157,8 @@ static const struct port_range port_map[] = {
 	{ PLATFORM_SLEEP_CONTROL_PORT, 2, IO_CLASS_PLATFORM, power },
 	{ PLATFORM_RESET_PORT, 1, IO_CLASS_PLATFORM, power },
 	{ LULL_HCALL_PORT, 1, IO_CLASS_HYPERCALL, hcall_port },
+	{ PLATFORM_TEST_IRQ_PORT, PLATFORM_IOAPIC_PINS, IO_CLASS_PLATFORM,
+	  test_irq },
 };
 
 /* One access (of a string instruction's count); returns who took it. */

@@ -29,19 +29,22 @@ static const char usage_text[] =
 	"usage: lull run [options] KERNEL\n"
 	"       lull --help | --version\n"
 	"\n"
-	"Boots KERNEL under KVM: a PVH ELF (lull's guests, a Linux vmlinux) or a Linux\n"
-	"bzImage (/boot/vmlinuz-*), told apart by their contents. lull's exit status\n"
+	"Boots KERNEL under KVM: a PVH ELF (lull's guests, a Linux vmlinux), a\n"
+	"multiboot v1 kernel (kvm-unit-tests' x86 images) or a Linux bzImage\n"
+	"(/boot/vmlinuz-*), told apart by their contents. lull's exit status\n"
 	"is the value the guest writes to the debug-exit port 0xf4 (v & 0xff), or 0\n"
 	"when it powers off through ACPI (S5).\n"
 	"\n"
 	"options for run:\n"
 	"  -c, --vcpus N              vCPUs (default 1; at most 256 and what KVM allows)\n"
 	"  -m, --mem SIZE             guest RAM, with K/M/G suffix (default 16M for a\n"
-	"                             PVH ELF, 256M for a bzImage)\n"
+	"                             PVH ELF or a multiboot kernel, 256M for a bzImage)\n"
 	"      --cmdline STRING       the guest's command line (default: empty for a PVH\n"
-	"                             ELF, \"" BZ_DEFAULT_CMDLINE "\" for a bzImage)\n"
+	"                             ELF, \"" BZ_DEFAULT_CMDLINE "\" for a bzImage);\n"
+	"                             a multiboot kernel's is \"KERNEL STRING\", its path\n"
+	"                             first, as GRUB and QEMU write it\n"
 	"      --initrd FILE          an initrd (initramfs) for the kernel: a bzImage's\n"
-	"                             ramdisk, a PVH guest's first module\n"
+	"                             ramdisk, a PVH or multiboot kernel's first module\n"
 	"      --timer-mode MODE      deferrable (default): deferrable guest timers never\n"
 	"                             wake the host while their vCPU is halted;\n"
 	"                             strict: every timer is hard, the classic baseline\n"
@@ -64,6 +67,10 @@ static const char usage_text[] =
 	"      --no-mem-merge         keep guest RAM from the host's KSM (by default\n"
 	"                             lull offers it: where KSM runs, VMs share\n"
 	"                             their identical pages)\n"
+	"      --no-x2apic            the local APIC is an xAPIC only: CPUID hides x2APIC\n"
+	"                             and IA32_APIC_BASE refuses to enter it\n"
+	"      --test-device          QEMU pc-testdev's I/O APIC lines at ports\n"
+	"                             0x2000-0x2017, for kvm-unit-tests' ioapic test\n"
 	"      --no-seccomp           no system-call filter (to debug a status-159 stop);\n"
 	"                             lull still drops its capabilities\n"
 	"  -h, --help                 this text\n"
@@ -91,6 +98,8 @@ enum {
 	OPT_CONSOLE_LIMIT,
 	OPT_STATS,
 	OPT_NO_MEM_MERGE,
+	OPT_NO_X2APIC,
+	OPT_TEST_DEVICE,
 	OPT_NO_SECCOMP,
 };
 
@@ -109,6 +118,8 @@ static const struct option long_options[] = {
 	{ "console-limit", required_argument, NULL, OPT_CONSOLE_LIMIT },
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "no-mem-merge", no_argument, NULL, OPT_NO_MEM_MERGE },
+	{ "no-x2apic", no_argument, NULL, OPT_NO_X2APIC },
+	{ "test-device", no_argument, NULL, OPT_TEST_DEVICE },
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
@@ -303,6 +314,12 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			break;
 		case OPT_NO_MEM_MERGE:
 			cfg->no_mem_merge = true;
+			break;
+		case OPT_NO_X2APIC:
+			cfg->no_x2apic = true;
+			break;
+		case OPT_TEST_DEVICE:
+			cfg->test_device = true;
 			break;
 		case OPT_NO_SECCOMP:
 			cfg->no_seccomp = true;

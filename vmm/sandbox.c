@@ -179,11 +179,14 @@ static int allow_vcpu(scmp_filter_ctx ctx, int vcpu_fd, int ring_fd)
 	const struct rule r[] = {
 		VCPU_IOCTL(KVM_RUN),
 		VCPU_IOCTL(KVM_INTERRUPT), /* where kvm_run cannot carry it */
+		VCPU_IOCTL(KVM_NMI), /* an NMI another vCPU sent */
 		VCPU_IOCTL(KVM_GET_REGS), /* without KVM_CAP_SYNC_REGS */
 		VCPU_IOCTL(KVM_SET_REGS),
 		VCPU_IOCTL(KVM_SET_SREGS), /* an AP started by a SIPI */
 		/* the guest TSC, for a TSC deadline where it is not stable */
 		VCPU_IOCTL(KVM_GET_MSRS),
+		/* IA32_APIC_BASE as the guest set it, for KVM's CPUID.1 */
+		VCPU_IOCTL(KVM_SET_MSRS),
 		/* the halted vCPU's sleep */
 		IF1(io_uring_enter,
 		    EQ(0, (scmp_datum_t)ring_fd)),

@@ -65,6 +65,8 @@ struct vm_config {
 	const char *stats_path; /* NULL: none, "-": stdout */
 	bool no_seccomp; /* --no-seccomp: confine threads without filters */
 	bool no_mem_merge; /* --no-mem-merge: keep guest RAM from KSM */
+	bool no_x2apic; /* --no-x2apic: the local APIC is an xAPIC only */
+	bool test_device; /* --test-device: pc-testdev's IRQ lines */
 };
 
 /* Hypercall argument errors, counted per kind, the first of each logged. */

@@ -340,14 +340,27 @@ static void check_bad_input(const char *const args[], const char *const want[])
 	run_free(&r);
 }
 
-/* Neither ELF nor bzImage: the sentence names both formats. */
-Test(cli, kernel_garbage_names_both_formats)
+/* Neither ELF, multiboot nor bzImage: the sentence names every format. */
+Test(cli, kernel_garbage_names_every_format)
 {
 	char path[] = "/tmp/lull-garbage-XXXXXX";
 
 	make_file(path, NULL, 4096);
 	check_bad_input(USAGE("run", path),
-			USAGE("not a PVH ELF or a bzImage"));
+			USAGE("not a PVH ELF, a multiboot kernel or a bzImage"));
+	unlink(path);
+}
+
+/* A multiboot header that asks for a display: refused, as the spec asks. */
+Test(cli, kernel_multiboot_video_mode)
+{
+	char path[] = "/tmp/lull-mbvideo-XXXXXX";
+	uint32_t h[8] = { 0x1BADB002u, 1u << 2, 0 };
+
+	h[2] = -(h[0] + h[1]);
+	make_file(path, h, sizeof(h));
+	check_bad_input(USAGE("run", path),
+			USAGE("requires a video mode (flag 2)"));
 	unlink(path);
 }
 
@@ -407,6 +420,8 @@ static const char *const run_options[] = {
 	"--timeout",
 	"--console",
 	"--stats",
+	"--no-x2apic",
+	"--test-device",
 	NULL,
 };
 

@@ -130,6 +130,22 @@ Test(apic, mode_changes_follow_the_sdm)
 	cr_assert_eq(v->apic.svr, 0xff, "disabling reset the registers");
 }
 
+/* --no-x2apic: EXTD is reserved, as on a CPU without x2APIC. */
+Test(apic, hidden_x2apic_cannot_be_entered)
+{
+	struct vcpu *v = fresh(0);
+	uint64_t base;
+
+	apic_hide_x2apic(v);
+	apic_rdmsr(v, MSR_IA32_APIC_BASE, &base);
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, base | APIC_BASE_EXTD),
+		     -EPERM);
+	apic_rdmsr(v, MSR_IA32_APIC_BASE, &base);
+	cr_assert_eq(base & APIC_BASE_EXTD, 0, "still an xAPIC");
+	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, APIC_DEFAULT_BASE), 0,
+		     "xAPIC to disabled still works");
+}
+
 Test(apic, disabled_apic_delivers_edges_without_eoi)
 {
 	struct vcpu *v = fresh(0);
@@ -454,6 +470,25 @@ Test(apic, icr_self_others_and_errors)
 	cr_assert_eq(rd(v, APIC_ESR), APIC_ESR_SEND_ILLEGAL);
 }
 
+/* An NMI IPI reaches its target, counted there for its thread to queue. */
+Test(apic, nmi_ipi_is_posted_to_its_target)
+{
+	struct vcpu *v = x2apic_on(3);
+	struct apic_ipi nmi = { .x2apic = true, .dest = 3,
+				.mode = APIC_DM_NMI };
+
+	cr_assert(vcpu_send_ipi(NULL, v, &nmi));
+	cr_assert(vcpu_send_ipi(NULL, v, &nmi));
+	cr_assert_eq(atomic_load(&v->nmi_posted), 2);
+	cr_assert_eq(apic_deliverable(&v->apic), -1, "not a vector");
+	nmi.dest = 4;
+	cr_assert(vcpu_send_ipi(NULL, v, &nmi), "not ours: taken, ignored");
+	cr_assert_eq(atomic_load(&v->nmi_posted), 2);
+	nmi.mode = APIC_DM_SMI;
+	nmi.dest = 3;
+	cr_assert_not(vcpu_send_ipi(NULL, v, &nmi), "SMI is not modelled");
+}
+
 Test(apic, destinations)
 {
 	struct vcpu *v = x2apic_on(17);
@@ -471,6 +506,22 @@ Test(apic, destinations)
 	cr_assert_not(apic_accepts(&v->apic, &ipi));
 	ipi.dest = (0u << 16) | (1u << 1);
 	cr_assert_not(apic_accepts(&v->apic, &ipi), "cluster 0 is not ours");
+}
+
+/* The I/O APIC's 8-bit logical destinations at x2APIC-mode APICs. */
+Test(apic, ioapic_logical_destination_at_an_x2apic)
+{
+	struct vcpu *v = x2apic_on(2);
+	struct apic_ipi ipi = { .x2apic = false, .logical = true, .dest = 0x4 };
+
+	cr_assert(apic_accepts(&v->apic, &ipi), "cluster 0, member 2");
+	ipi.dest = 0x0b;
+	cr_assert_not(apic_accepts(&v->apic, &ipi));
+	ipi.dest = 0xff;
+	cr_assert(apic_accepts(&v->apic, &ipi), "broadcast");
+	v = x2apic_on(17); /* cluster 1: no 8-bit destination reaches it */
+	ipi.dest = 0x02;
+	cr_assert_not(apic_accepts(&v->apic, &ipi));
 }
 
 Test(apic, xapic_mmio_reads_the_same_registers)
