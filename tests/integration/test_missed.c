@@ -230,4 +230,5 @@ Test(missed_ticks, a_hard_timer_riding_the_ticks_upcall_is_timed)
 	cr_assert_geq(10 * timed, 8 * works,
 		      "%lu hard deliveries timed for %lu work wakes", timed,
 		      works);
+	run_free(&r);
 }
