@@ -131,6 +131,7 @@ static uint64_t catch_up(struct vcpu *v)
 {
 	uint64_t now = clock_now_ns();
 
+	lateness_mark(&v->stats.late, LATE_PHASE_TAKE, now);
 	atomic_store(&v->kick_pending, false);
 	if (v->ops->resync)
 		v->ops->resync(v, now);
@@ -141,6 +142,24 @@ static uint64_t catch_up(struct vcpu *v)
 	return now;
 }
 
+/* --trace-late: one line per late hard timer, as it is delivered. */
+static void trace_late(const struct vcpu *v, const struct late_event *e)
+{
+	char causes[160];
+	size_t at = 0;
+
+	for (unsigned c = 0; c < LATE_CAUSES && at < sizeof(causes); c++) {
+		if (!e->ns[c])
+			continue;
+		at += (size_t)snprintf(causes + at, sizeof(causes) - at,
+				       "%s%s %.3f", at ? ", " : "",
+				       late_cause_names[c], e->ns[c] / 1e6);
+	}
+	fprintf(stderr,
+		"lull: vcpu %u: hard timer on vector 0x%02x delivered %.3f ms late (ms: %s)\n",
+		v->index, e->vector, e->late_ns / 1e6, causes);
+}
+
 static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)
 {
 	struct apic *a = &v->apic;
@@ -149,10 +168,15 @@ static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)
 	v->stats.injections++;
 	if (since) {
 		uint64_t late = now > since ? now - since : 0;
+		struct late_event e;
 
-		if (a->source[vector] == APIC_SRC_HARD)
+		if (a->source[vector] == APIC_SRC_HARD) {
 			hist_record(&v->stats.hard_lateness_ns, late);
-		else if (a->source[vector] == APIC_SRC_DEFERRED)
+			if (lateness_attribute(&v->stats.late, vector, since,
+					       now, &e) &&
+			    v->trace_late)
+				trace_late(v, &e);
+		} else if (a->source[vector] == APIC_SRC_DEFERRED)
 			hist_record(&v->stats.deferred_delay_ns, late);
 		a->since[vector] = 0; /* later owed deliveries are not timed */
 	}
@@ -282,7 +306,9 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 			atomic_store(&v->state, VCPU_IN_VMM);
 			continue;
 		}
+		lateness_mark(&v->stats.late, LATE_PHASE_IDLE, clock_now_ns());
 		r = idle_sleep(&v->idle, deadline);
+		lateness_mark(&v->stats.late, LATE_PHASE_VMM, clock_now_ns());
 		atomic_store(&v->state, VCPU_IN_VMM);
 		v->stats.host_wakeups++;
 		if (r < 0) {
@@ -459,6 +485,9 @@ static int thread_setup(struct vcpu *v)
 	memcpy(mask.head.sigset, &set, 8);
 	if (ioctl(v->fd, KVM_SET_SIGNAL_MASK, &mask.head) < 0)
 		return -errno;
+	/* the run delay is this thread's: opened here, before confinement */
+	if (v->trace_late)
+		return lateness_sample_run_delay(&v->stats.late);
 	return 0;
 }
 
@@ -512,7 +541,9 @@ static void *vcpu_thread(void *arg)
 			atomic_store(&v->state, VCPU_IN_VMM);
 			continue;
 		}
+		lateness_mark(&v->stats.late, LATE_PHASE_GUEST, clock_now_ns());
 		r = ioctl(v->fd, KVM_RUN, 0);
+		lateness_mark(&v->stats.late, LATE_PHASE_VMM, clock_now_ns());
 		atomic_store(&v->state, VCPU_IN_VMM);
 		v->stats.exits++;
 		if (r < 0) {

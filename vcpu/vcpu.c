@@ -53,6 +53,7 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	atomic_init(&v->nmi_posted, 0);
 	wheel_init(&v->wheel, now, 0);
 	apic_init(v, index == 0);
+	lateness_init(&v->stats.late, VCPU_LATE_THRESHOLD_NS);
 	v->idle.kick_fd = -1;
 
 	if (vm_fd < 0)
@@ -95,8 +96,15 @@ void vcpu_destroy(struct vcpu *v)
 	if (v->fd >= 0)
 		close(v->fd);
 	idle_destroy(&v->idle);
+	lateness_destroy(&v->stats.late);
 	v->run = NULL;
 	v->fd = -1;
+}
+
+void vcpu_set_lateness(struct vcpu *v, uint64_t threshold_ns, bool trace)
+{
+	v->stats.late.threshold_ns = threshold_ns;
+	v->trace_late = trace;
 }
 
 /*

@@ -30,6 +30,7 @@
 #include "vcpu/apic.h"
 #include "vcpu/histogram.h"
 #include "vcpu/idle.h"
+#include "vcpu/lateness.h"
 
 /* The kick signal: blocked everywhere except inside KVM_RUN. */
 #define SIG_VCPU_KICK SIGUSR1
@@ -38,6 +39,11 @@
  * timers due sooner wait for it, so a storm of them cannot starve the
  * guest's own code (the ABI's period floor is the same 100 us). */
 #define VCPU_MIN_RUN_NS 100000ull
+
+/* A hard timer later than this has its lateness charged to causes
+ * (lateness.h) unless vcpu_set_lateness says otherwise: well above the
+ * slop and a host's usual wake latency, well below a stall. */
+#define VCPU_LATE_THRESHOLD_NS 1000000
 
 struct vcpu;
 
@@ -103,6 +109,8 @@ struct vcpu_stats {
 	uint64_t kernel_voluntary_switches;
 	struct histogram hard_lateness_ns;
 	struct histogram deferred_delay_ns;
+	/* hard timers later than a threshold, and where their time went */
+	struct lateness late;
 };
 
 enum vcpu_state { VCPU_IN_VMM, VCPU_IN_GUEST, VCPU_IDLE };
@@ -139,6 +147,8 @@ struct vcpu {
 	timer_t kick_timer;
 	bool kick_timer_made;
 	uint64_t kick_armed_at;
+	/* print each late hard timer on stderr, and sample the run delay */
+	bool trace_late;
 
 	_Atomic int state;
 	atomic_bool kick_pending;
@@ -158,6 +168,10 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	      const struct vcpu_ops *ops, void *owner, const atomic_bool *stop,
 	      uint64_t slop_ns, uint64_t now);
 void vcpu_destroy(struct vcpu *v);
+/* Hard timers later than threshold_ns have their lateness charged to
+ * causes (lateness.h); with `trace`, each is printed on stderr as it is
+ * delivered and the thread's run delay is sampled. Before vcpu_start. */
+void vcpu_set_lateness(struct vcpu *v, uint64_t threshold_ns, bool trace);
 int vcpu_start(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 

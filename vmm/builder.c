@@ -456,6 +456,8 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 			     vm->cfg.missed_ticks);
 		apic_set_timer_policy(v, vm->cfg.apic_max_defer_ns,
 				      vm->cfg.missed_ticks);
+		vcpu_set_lateness(v, vm->cfg.late_threshold_ns,
+				  vm->cfg.trace_late);
 		if (vm->cfg.no_x2apic)
 			apic_hide_x2apic(v);
 		/* an unmodified OS starts its APs itself, with INIT and SIPI */

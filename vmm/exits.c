@@ -337,7 +337,8 @@ static void resync(struct vcpu *v, uint64_t now)
 static int confine(struct vcpu *v)
 {
 	char err[160];
-	int r = sandbox_enter_vcpu(v->index, v->fd, idle_ring_fd(&v->idle), err,
+	int r = sandbox_enter_vcpu(v->index, v->fd, idle_ring_fd(&v->idle),
+				   v->stats.late.run_delay_fd, err,
 				   sizeof(err));
 
 	if (r < 0)

@@ -59,6 +59,13 @@ static const char usage_text[] =
 	"                             vCPU (late ticks per --missed-ticks); default 0:\n"
 	"                             the APIC timer is hard, never later than --slop\n"
 	"      --timer-slots N        timer slots per vCPU, 2..128 (default 64)\n"
+	"      --late-threshold NS    a hard timer delivered more than NS late has\n"
+	"                             its lateness charged to causes in --stats\n"
+	"                             (wake, kick, masked, vmm...; default " TO_STRING(VCPU_LATE_THRESHOLD_NS) ")\n"
+	"      --trace-late           print each such timer on stderr as it is\n"
+	"                             delivered, and tell the time the host kept\n"
+	"                             the vCPU thread waiting for a CPU (preempted),\n"
+	"                             at a system call per vCPU exit\n"
 	"      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
 	"      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
 	"      --console-limit SIZE   write at most SIZE bytes of console output (K/M/G);\n"
@@ -93,6 +100,8 @@ enum {
 	OPT_SLOP,
 	OPT_APIC_MAX_DEFER,
 	OPT_SLOTS,
+	OPT_LATE_THRESHOLD,
+	OPT_TRACE_LATE,
 	OPT_TIMEOUT,
 	OPT_CONSOLE,
 	OPT_CONSOLE_LIMIT,
@@ -113,6 +122,8 @@ static const struct option long_options[] = {
 	{ "slop", required_argument, NULL, OPT_SLOP },
 	{ "apic-max-defer", required_argument, NULL, OPT_APIC_MAX_DEFER },
 	{ "timer-slots", required_argument, NULL, OPT_SLOTS },
+	{ "late-threshold", required_argument, NULL, OPT_LATE_THRESHOLD },
+	{ "trace-late", no_argument, NULL, OPT_TRACE_LATE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "console", required_argument, NULL, OPT_CONSOLE },
 	{ "console-limit", required_argument, NULL, OPT_CONSOLE_LIMIT },
@@ -199,6 +210,7 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		.missed_ticks = LULL_MISSED_ONE,
 		.slop_ns = LULL_DEFAULT_SLOP_NS,
 		.nr_slots = LULL_DEFAULT_SLOTS,
+		.late_threshold_ns = VCPU_LATE_THRESHOLD_NS,
 	};
 	optind = 1;
 	opterr = 0; /* we say it ourselves, in one sentence */
@@ -284,6 +296,16 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 					"--timer-slots '%s': give a number from 2 to %d",
 					optarg, LULL_MAX_SLOTS);
 			cfg->nr_slots = (unsigned)n;
+			break;
+		case OPT_LATE_THRESHOLD:
+			if (!parse_u64(optarg, &n) || n > LULL_HORIZON_NS)
+				return usage_error(
+					"--late-threshold '%s': give nanoseconds from 0 to %llu",
+					optarg, LULL_HORIZON_NS);
+			cfg->late_threshold_ns = n;
+			break;
+		case OPT_TRACE_LATE:
+			cfg->trace_late = true;
 			break;
 		case OPT_TIMEOUT: {
 			char *end;

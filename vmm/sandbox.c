@@ -200,6 +200,16 @@ static int allow_vcpu(scmp_filter_ctx ctx, int vcpu_fd, int ring_fd)
 	return ADD(r);
 }
 
+/* --trace-late: the vCPU thread reads its own schedstat, and only that. */
+static int allow_run_delay(scmp_filter_ctx ctx, int fd)
+{
+	const struct rule r[] = {
+		IF1(pread64, EQ(0, (scmp_datum_t)fd)),
+	};
+
+	return ADD(r);
+}
+
 static size_t put(char *buf, size_t at, size_t cap, const char *s)
 {
 	while (*s && at + 1 < cap)
@@ -359,8 +369,8 @@ int sandbox_enter_console(char *err, size_t errlen)
 	return finish(ctx, r, err, errlen);
 }
 
-int sandbox_enter_vcpu(unsigned index, int vcpu_fd, int ring_fd, char *err,
-		       size_t errlen)
+int sandbox_enter_vcpu(unsigned index, int vcpu_fd, int ring_fd,
+		       int run_delay_fd, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx;
 	char name[16];
@@ -370,5 +380,8 @@ int sandbox_enter_vcpu(unsigned index, int vcpu_fd, int ring_fd, char *err,
 	r = begin(name, &ctx, err, errlen);
 	if (r < 0 || !ctx)
 		return finish(ctx, r, err, errlen);
-	return finish(ctx, allow_vcpu(ctx, vcpu_fd, ring_fd), err, errlen);
+	r = allow_vcpu(ctx, vcpu_fd, ring_fd);
+	if (r >= 0 && run_delay_fd >= 0)
+		r = allow_run_delay(ctx, run_delay_fd);
+	return finish(ctx, r, err, errlen);
 }

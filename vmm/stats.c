@@ -103,6 +103,37 @@ static void counts_json(FILE *f, const char *name, const uint64_t *count,
 	fputs("}, ", f);
 }
 
+static void late_event_json(FILE *f, const struct late_event *e)
+{
+	fprintf(f, "{\"vector\": %u, \"expiry_ns\": %lu, \"late_ns\": %lu, "
+		   "\"cause\": \"%s\"",
+		e->vector, e->expiry, e->late_ns,
+		late_cause_names[e->main_cause]);
+	for (unsigned c = 0; c < LATE_CAUSES; c++)
+		fprintf(f, ", \"%s_ns\": %lu", late_cause_names[c], e->ns[c]);
+	fputc('}', f);
+}
+
+/* Hard timers later than the threshold, and where their time went. */
+static void lateness_json(FILE *f, const struct lateness *l)
+{
+	fprintf(f,
+		"\"lateness\": {\"threshold_ns\": %lu, \"run_delay_sampled\": %s, "
+		"\"events\": %lu, ",
+		l->threshold_ns, l->run_delay_fd >= 0 ? "true" : "false",
+		l->events);
+	for (unsigned c = 0; c < LATE_CAUSES; c++)
+		fprintf(f, "\"%s\": {\"events\": %lu, \"ns\": %lu}, ",
+			late_cause_names[c], l->main_cause_events[c], l->ns[c]);
+	fputs("\"worst\": [", f);
+	for (unsigned i = 0; i < LATE_WORST && l->worst[i].late_ns; i++) {
+		if (i)
+			fputs(", ", f);
+		late_event_json(f, &l->worst[i]);
+	}
+	fputs("]}", f);
+}
+
 static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 {
 	const struct vcpu *v = &cpu->vcpu;
@@ -138,6 +169,8 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 	hist_json(f, "hard_lateness_ns", &s->hard_lateness_ns);
 	fputs(", ", f);
 	hist_json(f, "deferred_delay_ns", &s->deferred_delay_ns);
+	fputs(", ", f);
+	lateness_json(f, &s->late);
 	fputs("}", f);
 }
 

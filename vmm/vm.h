@@ -57,6 +57,10 @@ struct vm_config {
 	 * the host's clock (--apic-max-defer); 0: hard */
 	uint64_t apic_max_defer_ns;
 	unsigned nr_slots;
+	/* hard timers later than this have their lateness charged to
+	 * causes (--late-threshold); --trace-late prints each */
+	uint64_t late_threshold_ns;
+	bool trace_late;
 	double timeout_s; /* 0: none */
 	const char *cmdline; /* NULL: none given (a bzImage gets a default) */
 	const char *initrd_path; /* --initrd; NULL: none */

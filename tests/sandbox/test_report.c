@@ -48,7 +48,7 @@ static struct outcome run_child(enum child_role role, void (*forbidden)(void))
 		if (sandbox_init(role != CONSOLE_UNFILTERED) < 0)
 			_exit(90);
 		r = role == VCPU ?
-			    sandbox_enter_vcpu(7, 3, 4, err, sizeof(err)) :
+			    sandbox_enter_vcpu(7, 3, 4, -1, err, sizeof(err)) :
 			    sandbox_enter_console(err, sizeof(err));
 		if (r < 0) {
 			dprintf(STDERR_FILENO, "enter: %s\n", err);
