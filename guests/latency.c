@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * latency: hard one-shot timers at random deadlines 50 µs - 20 ms ahead
- * (count=N, default 200; seed=S, default from the TSC), halting in
- * between. Lateness = handler time from pvclock - deadline. FAIL if any
+ * (count=N, default 200; seed=S, default from the TSC; ahead_us=U: all U
+ * µs ahead instead), halting in between. Lateness = handler time from pvclock - deadline. FAIL if any
  * timer fires before its deadline. Under lull slot 3 is used, under QEMU
- * the LAPIC one-shot timer.
+ * the LAPIC one-shot timer. How the guest waits for each (wait=):
+ *   halt    (default) sti; hlt, as an idle kernel does
+ *   spin    busy with interrupts on: the VMM must kick it out to deliver
+ *   masked  busy with interrupts off until masked_us past the deadline
+ *           (default 20000), then halt: the timer waits for the guest
  *   latency: PASS backend=lull count=200 late_p50_ns=.. late_p99_ns=..
  *            late_max_ns=.. seed=S (one line)
  */
@@ -17,8 +21,30 @@
 #define MAX_AHEAD_NS 20000000ull
 #define MAX_SAMPLES 100000
 
+enum wait_kind { WAIT_HALT, WAIT_SPIN, WAIT_MASKED };
+
 static uint64_t fired_at;
 static bool fired;
+
+/* Interrupts are off on entry and on return. */
+static void wait_for_timer(enum wait_kind how, uint64_t deadline,
+			   uint64_t masked_ns)
+{
+	if (how == WAIT_SPIN) {
+		sti();
+		while (!READ_ONCE(fired))
+			cpu_relax();
+		cli();
+		return;
+	}
+	if (how == WAIT_MASKED)
+		while (clock_ns() < deadline + masked_ns)
+			cpu_relax();
+	while (!READ_ONCE(fired)) {
+		sti_hlt();
+		cli();
+	}
+}
 static uint64_t samples[MAX_SAMPLES];
 
 static void on_shot(unsigned vector)
@@ -33,6 +59,11 @@ int guest_main(void)
 {
 	uint64_t count = cmdline_u64("count", 200);
 	uint64_t seed = cmdline_u64("seed", rdtsc_ordered());
+	uint64_t masked_ns = cmdline_u64("masked_us", 20000) * 1000;
+	enum wait_kind how = cmdline_is("wait", "spin")	  ? WAIT_SPIN :
+			     cmdline_is("wait", "masked") ? WAIT_MASKED :
+							    WAIT_HALT;
+	uint64_t min_ahead = MIN_AHEAD_NS, max_ahead = MAX_AHEAD_NS;
 	uint64_t early = 0, worst_early = 0;
 	struct percentiles p;
 	struct rand r;
@@ -44,16 +75,18 @@ int guest_main(void)
 	}
 	if (count > MAX_SAMPLES)
 		count = MAX_SAMPLES;
+	if (cmdline_has("ahead_us"))
+		min_ahead = max_ahead = cmdline_u64("ahead_us", 0) * 1000;
 	rand_seed(&r, seed);
 	irq_set_handler(VEC_SHOT, on_shot);
-	printf("latency: backend=%s clock=%s: %lu hard one-shots %llu-%llu us ahead, seed=%lu\n",
-	       timer_backend_name(), clock_name(), count, MIN_AHEAD_NS / 1000,
-	       MAX_AHEAD_NS / 1000, seed);
+	printf("latency: backend=%s clock=%s: %lu hard one-shots %lu-%lu us ahead, seed=%lu\n",
+	       timer_backend_name(), clock_name(), count, min_ahead / 1000,
+	       max_ahead / 1000, seed);
 
 	cli();
 	for (uint64_t i = 0; i < count; i++) {
-		uint64_t ahead = MIN_AHEAD_NS +
-				 rand_below(&r, MAX_AHEAD_NS - MIN_AHEAD_NS + 1);
+		uint64_t ahead = min_ahead +
+				 rand_below(&r, max_ahead - min_ahead + 1);
 		uint64_t deadline = clock_ns() + ahead;
 		long rc;
 
@@ -63,10 +96,7 @@ int guest_main(void)
 			printf("latency: FAIL arming timer %lu returned %ld\n", i, rc);
 			return 1;
 		}
-		while (!READ_ONCE(fired)) {
-			sti_hlt();
-			cli();
-		}
+		wait_for_timer(how, deadline, masked_ns);
 		if (fired_at < deadline) {
 			if (deadline - fired_at > worst_early)
 				worst_early = deadline - fired_at;

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Where a late hard timer's time went (--stats "lateness", vcpu/lateness.h):
+ * each cause forced on purpose and seen charged. The `latency` guest arms
+ * one-shot hard timers a fixed time ahead and waits for each as told:
+ * halted, spinning with interrupts on, or with them off for a while.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+#define LIMIT_S 60.0
+#define MS 1000000ull
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* vcpus[0].lateness.PATH */
+static uint64_t late_stat(const char *json, const char *path)
+{
+	char full[96];
+	uint64_t v;
+
+	snprintf(full, sizeof(full), "vcpus[0].lateness.%s", path);
+	cr_assert(stats_u64(json, full, &v), "no %s in --stats:\n%s", full,
+		  json);
+	return v;
+}
+
+/*
+ * One timer `ahead_ms` ahead, waited for as `wait` says; the whole lull
+ * process is stopped `stop_ms` after the guest starts, for `stopped_ms`.
+ */
+static void run_stopped(struct run *r, const char *wait, unsigned ahead_ms,
+			unsigned stop_ms, unsigned stopped_ms)
+{
+	char cmdline[96];
+	struct proc p;
+	char *argv[] = { (char *)lull_bin(),
+			 "run",
+			 "--stats",
+			 "-",
+			 "--cmdline",
+			 cmdline,
+			 (char *)guest("latency"),
+			 NULL };
+
+	require_guest("latency");
+	snprintf(cmdline, sizeof(cmdline), "count=1 ahead_us=%u wait=%s",
+		 ahead_ms * 1000, wait);
+	cr_assert_eq(proc_spawn(&p, argv), 0);
+	cr_assert(proc_wait_output(&p, "hard one-shots", LIMIT_S),
+		  "the guest never started");
+	sleep_ms(stop_ms);
+	kill(p.pid, SIGSTOP);
+	sleep_ms(stopped_ms);
+	kill(p.pid, SIGCONT);
+	proc_wait(&p, LIMIT_S, r);
+	cr_assert_eq(r->status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r->status, r->out, r->err);
+	cr_assert(find_json(r->out), "no --stats:\n%s", r->out);
+}
+
+/*
+ * Halted with a 300 ms timer pending, the thread stopped from 50 to 450
+ * ms: the timer came due while the host was not running the thread, which
+ * to lull is a wake that came ~150 ms late.
+ */
+Test(lateness, a_stopped_halted_thread_is_a_late_wake)
+{
+	struct run r;
+	const char *json;
+	uint64_t wake, late;
+
+	run_stopped(&r, "halt", 300, 50, 400);
+	json = find_json(r.out);
+	cr_log_info("stopped while halted: %s", strstr(json, "\"lateness\""));
+	late = late_stat(json, "worst[0].late_ns");
+	wake = late_stat(json, "worst[0].wake_ns");
+	cr_assert_geq(late, 100 * MS, "late only %lu ns", late);
+	cr_assert_geq(wake, late * 9 / 10, "wake %lu of %lu ns", wake, late);
+	cr_assert_geq(late_stat(json, "wake.events"), 1);
+	run_free(&r);
+}
+
+/*
+ * Spinning with interrupts on, the thread stopped around the expiry: the
+ * kick out of KVM_RUN could not come until it ran again.
+ */
+Test(lateness, a_stopped_running_thread_is_a_late_kick)
+{
+	struct run r;
+	const char *json;
+	uint64_t kick, late;
+
+	run_stopped(&r, "spin", 300, 50, 400);
+	json = find_json(r.out);
+	cr_log_info("stopped while running: %s", strstr(json, "\"lateness\""));
+	late = late_stat(json, "worst[0].late_ns");
+	kick = late_stat(json, "worst[0].kick_ns");
+	cr_assert_geq(late, 100 * MS, "late only %lu ns", late);
+	cr_assert_geq(kick, late * 9 / 10, "kick %lu of %lu ns", kick, late);
+	cr_assert_geq(late_stat(json, "kick.events"), 1);
+	run_free(&r);
+}
+
+/* Interrupts off for 60 ms past each expiry: the guest's own doing. */
+Test(lateness, a_guest_with_interrupts_off_is_masked)
+{
+	struct run r;
+	const char *json;
+
+	require_guest("latency");
+	run_lull(&r, LIMIT_S, "run", "--stats", "-", "--cmdline",
+		 "count=3 ahead_us=5000 wait=masked masked_us=60000",
+		 guest("latency"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	json = find_json(r.out);
+	cr_assert(json, "no --stats:\n%s", r.out);
+	cr_log_info("masked: %s", strstr(json, "\"lateness\""));
+	cr_assert_eq(late_stat(json, "masked.events"), 3);
+	cr_assert_geq(late_stat(json, "masked.ns"), 3 * 40 * MS);
+	for (unsigned i = 0; i < 3; i++) {
+		char masked[32], late[32];
+
+		snprintf(masked, sizeof(masked), "worst[%u].masked_ns", i);
+		snprintf(late, sizeof(late), "worst[%u].late_ns", i);
+		cr_assert_geq(late_stat(json, masked),
+			      late_stat(json, late) * 8 / 10, "event %u", i);
+	}
+	run_free(&r);
+}
+
+struct hog {
+	int cpu;
+	unsigned ms;
+	int error; /* why it could not run as a real-time thread */
+};
+
+/* A real-time busy loop on one CPU: what runs there waits for it. */
+static void *hog_cpu(void *arg)
+{
+	struct hog *h = arg;
+	struct sched_param sp = { .sched_priority = 10 };
+	cpu_set_t set;
+	double end;
+
+	CPU_ZERO(&set);
+	CPU_SET(h->cpu, &set);
+	h->error = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (!h->error)
+		h->error =
+			pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (h->error)
+		return NULL;
+	end = now_s() + h->ms / 1000.0;
+	while (now_s() < end)
+		;
+	return NULL;
+}
+
+/*
+ * lull pinned to one CPU, a real-time loop taking that CPU from before the
+ * expiry to well after it: the woken thread waits, runnable, which
+ * --trace-late measures (the run delay) and prints.
+ */
+Test(lateness, a_thread_kept_from_its_cpu_is_preempted)
+{
+	char cmdline[] = "count=1 ahead_us=200000 wait=halt";
+	char *argv[] = { (char *)lull_bin(),
+			 "run",
+			 "--stats",
+			 "-",
+			 "--trace-late",
+			 "--cmdline",
+			 cmdline,
+			 (char *)guest("latency"),
+			 NULL };
+	struct hog h = { .ms = 450 };
+	cpu_set_t old, one;
+	struct proc p;
+	struct run r;
+	pthread_t t;
+	const char *json;
+	uint64_t pre, late;
+
+	require_guest("latency");
+	cr_assert_eq(sched_getaffinity(0, sizeof(old), &old), 0);
+	for (h.cpu = 0; h.cpu < CPU_SETSIZE && !CPU_ISSET(h.cpu, &old); h.cpu++)
+		;
+	CPU_ZERO(&one);
+	CPU_SET(h.cpu, &one);
+	/* the child inherits the mask it is spawned with */
+	cr_assert_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	cr_assert_eq(proc_spawn(&p, argv), 0);
+	sched_setaffinity(0, sizeof(old), &old);
+	cr_assert(proc_wait_output(&p, "hard one-shots", LIMIT_S),
+		  "the guest never started");
+	sleep_ms(50);
+	pthread_create(&t, NULL, hog_cpu, &h);
+	pthread_join(t, NULL);
+	proc_wait(&p, LIMIT_S, &r);
+	if (h.error)
+		cr_skip_test("cannot run a real-time thread here (%s), so "
+			     "nothing can be kept from its CPU",
+			     strerror(h.error));
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	json = find_json(r.out);
+	cr_assert(json, "no --stats:\n%s", r.out);
+	cr_log_info("kept from its CPU: %s", strstr(json, "\"lateness\""));
+	cr_assert(strstr(json, "\"run_delay_sampled\": true"), "%s", json);
+	late = late_stat(json, "worst[0].late_ns");
+	pre = late_stat(json, "worst[0].preempted_ns");
+	cr_assert_geq(late, 100 * MS, "late only %lu ns", late);
+	cr_assert_geq(pre, late * 8 / 10, "preempted %lu of %lu ns", pre, late);
+	cr_assert(strstr(r.err, "lull: vcpu 0: hard timer on vector"),
+		  "--trace-late printed nothing:\n%s", r.err);
+	run_free(&r);
+}
