@@ -182,16 +182,18 @@ static void timer_stop(struct vcpu *v)
  * Under a max deferral B (apic_set_timer_policy) the timer, in any mode,
  * is deferrable: on a running vCPU it fires on time, on a halted one it
  * waits for another wake, and at the latest wakes the host at the first
- * multiple of B on CLOCK_MONOTONIC at or after its expiry. The multiples
- * are the same in every process on the host, so the deferred timers of
- * many VMs wake it at the same instants. An expiry on a multiple is hard:
- * a deferrable timer with no tolerance would wait for good.
+ * point of the grid at or after its expiry: the multiples of B - B/16 on
+ * CLOCK_MONOTONIC. The points are the same in every process on the host,
+ * so the deferred timers of many VMs wake it at the same instants, and
+ * the last sixteenth of B is the host's, to wake the vCPU within B when
+ * all of them wake at once. An expiry on a point is hard: a deferrable
+ * timer with no tolerance would wait for good.
  */
 static uint64_t grid_wait(const struct apic *a, uint64_t expiry)
 {
-	return a->max_defer_ns ? (a->max_defer_ns - expiry % a->max_defer_ns) %
-					 a->max_defer_ns :
-				 0;
+	uint64_t step = a->max_defer_ns - a->max_defer_ns / 16;
+
+	return step ? (step - expiry % step) % step : 0;
 }
 
 static void timer_arm(struct vcpu *v, uint64_t expiry)

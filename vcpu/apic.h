@@ -24,8 +24,8 @@
  * is a timer on the vCPU's wheel in all three modes: one-shot, periodic and
  * TSC-deadline. It is hard, except that with a max deferral B set it is
  * deferrable in every mode: on time while its vCPU runs, and while it is
- * halted at most until the first multiple of B on CLOCK_MONOTONIC at or
- * after its expiry (apic_set_timer_policy).
+ * halted at most until the first multiple of B - B/16 on CLOCK_MONOTONIC
+ * at or after its expiry (apic_set_timer_policy).
  *
  * Everything here runs on the vCPU's own thread, except apic_accepts(),
  * which other vCPUs call to route their IPIs.
@@ -77,7 +77,7 @@ struct apic {
 	bool x2apic_hidden;
 	uint64_t timer_fired;
 	/* of those, under a max deferral: run on a halted vCPU past expiry
-	 * + slop, and of those, run at their multiple of B (the host woke
+	 * + slop, and of those, run at their grid point (the host woke
 	 * for them there, or later) */
 	uint64_t timer_deferred, timer_aligned;
 	/* TSC deadlines not reached when their timer ran (vcpu/pvclock.h:
@@ -96,7 +96,8 @@ void apic_init_reset(struct vcpu *v);
 /* The vCPU is about to halt (v->halted): its TSC deadline is timed anew. */
 void apic_halting(struct vcpu *v);
 /* max_defer_ns > 0: the timer, in any mode, may wait while its vCPU is
- * halted, up to the first multiple of max_defer_ns at or after its expiry;
+ * halted, up to the first multiple of max_defer_ns * 15/16 at or after its
+ * expiry (the rest is the host's wake latency);
  * late periodic ticks follow `missed_policy` (LULL_MISSED_*). */
 void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 			   unsigned missed_policy);

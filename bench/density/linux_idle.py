@@ -23,7 +23,7 @@ One vCPU each (--vcpus 2 or 4 for more). Modes:
   lull-nohz-off-20ms    halted vCPU's periodic ticks wait up to that long
   lull-defer-100ms      lull deferrable with --apic-max-defer 100 ms / 1 s:
   lull-defer-1s         a halted vCPU's APIC timer (any mode) waits for the
-                        next multiple of the bound on the host's clock
+                        next multiple of 15/16 of the bound on the host's clock
 
 A point spawns its N VMs at once, waits until each printed its ready marker
 (boot-to-init: spawn -> marker on its console, host time), then measures a

@@ -3,8 +3,8 @@
  * --apic-max-defer end to end (docs/abi.md, "The APIC timer of a guest that
  * cannot mark its timers"): the apic-tick guest halts between ticks at HZ,
  * a period that is no multiple of the bound, in each APIC timer mode. Every
- * tick must wait for the next multiple of the bound on the host's clock and
- * no longer: never early (the guest's own verdict), late by about half the
+ * tick must wait for the next point of the bound's grid (multiples of 15/16
+ * of it) on the host's clock and no longer: never early (the guest's own verdict), late by about half the
  * bound at the median, by no more than the bound plus the runner's wake
  * latency at worst; lull counts the waits as deferred and aligned, and the
  * host wakes about once per tick, not more. The period is well over the

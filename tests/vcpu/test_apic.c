@@ -307,22 +307,25 @@ Test(apic, periodic_current_count_reloads_before_the_wheel_runs)
 	cr_assert(count > 0 && count <= 1000000, "current count %lu", count);
 }
 
+#define BOUND_NS 10000000ull
+/* the grid's step: the last sixteenth of the bound is the host's */
+#define GRID_NS (BOUND_NS - BOUND_NS / 16)
+
 /* Where the wheel wakes the host for a halted vCPU's timer, expiring at
- * `expires`: the tick after the first multiple of `bound` from it. */
-static uint64_t grid_wake(uint64_t expires, uint64_t bound)
+ * `expires`: the tick after the first point of the grid from it. */
+static uint64_t grid_wake(uint64_t expires)
 {
-	uint64_t grid = (expires + bound - 1) / bound * bound;
+	uint64_t grid = (expires + GRID_NS - 1) / GRID_NS * GRID_NS;
 
 	return (grid + 1023) & ~1023ull;
 }
 
-#define BOUND_NS 10000000ull
-
 /*
  * Hard by default in every mode; under a max deferral B, deferrable in
- * every mode, waking a halted vCPU's host at the first multiple of B on
- * CLOCK_MONOTONIC at or after the expiry (the same instants in every VM),
- * never before the expiry, and hard where the expiry is such a multiple.
+ * every mode, waking a halted vCPU's host at the first multiple of B -
+ * B/16 on CLOCK_MONOTONIC at or after the expiry (the same instants in
+ * every VM), never before the expiry, and hard where the expiry is such a
+ * multiple.
  */
 Test(apic, the_timer_defers_to_the_grid_only_when_asked)
 {
@@ -355,24 +358,24 @@ Test(apic, the_timer_defers_to_the_grid_only_when_asked)
 			wr(v, APIC_TIMER_INITIAL, 4000000);
 		expires = wheel_timer_expires(&a->timer);
 		at = wheel_next_hard_expiry(&v->wheel);
-		cr_assert_eq(at, grid_wake(expires, BOUND_NS),
+		cr_assert_eq(at, grid_wake(expires),
 			     "%s at %lu: wakes the host at %lu, not at the "
 			     "next multiple of %llu",
-			     names[mode], expires, at, BOUND_NS);
+			     names[mode], expires, at, GRID_NS);
 		cr_assert_geq(at, expires, "%s: earlier than its expiry",
 			      names[mode]);
-		cr_assert_lt(at, expires + BOUND_NS + 1024, "%s: over its bound",
-			     names[mode]);
+		cr_assert_lt(at, expires + GRID_NS + 1024,
+			     "%s: over 15/16 of its bound", names[mode]);
 	}
-	/* a deadline on a multiple of B wakes the host at it */
-	expires = (clock_now_ns() / BOUND_NS + 2) * BOUND_NS;
+	/* a deadline on the grid wakes the host at it */
+	expires = (clock_now_ns() / GRID_NS + 2) * GRID_NS;
 	apic_wrmsr(v, MSR_IA32_TSC_DEADLINE, expires);
 	cr_assert_eq(wheel_next_hard_expiry(&v->wheel), expires + 1024 - 1 -
 							 (expires + 1023) % 1024,
 		     "a deadline on the grid is hard");
 }
 
-/* Under the policy, a halted vCPU's timer that ran at its multiple of B
+/* Under the policy, a halted vCPU's timer that ran at its grid point
  * counts as deferred and aligned; one that ran on time counts as neither. */
 Test(apic, deferred_expiries_are_counted)
 {
@@ -386,7 +389,7 @@ Test(apic, deferred_expiries_are_counted)
 	do {
 		wr(v, APIC_TIMER_INITIAL, 2000000);
 		expires = wheel_timer_expires(&a->timer);
-	} while (expires % BOUND_NS == 0);
+	} while (expires % GRID_NS == 0);
 	wheel_advance(&v->wheel, expires + 2048);
 	cr_assert_eq(a->timer_fired, 1);
 	cr_assert_eq(a->timer_deferred, 0, "ran on time, counted deferred");
@@ -397,7 +400,7 @@ Test(apic, deferred_expiries_are_counted)
 	do {
 		wr(v, APIC_TIMER_INITIAL, 2000000);
 		expires = wheel_timer_expires(&a->timer);
-	} while (expires % BOUND_NS == 0);
+	} while (expires % GRID_NS == 0);
 	v->halted = true;
 	wheel_advance(&v->wheel, wheel_next_hard_expiry(&v->wheel));
 	cr_assert_eq(a->timer_fired, 2);
