@@ -153,13 +153,13 @@ def command(cfg, mode, stats=None):
                       int(cfg.boot_timeout + cfg.seconds + cfg.census_seconds + 120))
 
 
-def vm_command(cfg, mode, init, stats, timeout):
+def vm_command(cfg, mode, init, stats, timeout, console="ttyS0"):
     """One VM of a MODE_SPEC mode booting cfg.kernel and cfg.initramfs with
-    `console=ttyS0 INIT` (and the mode's own words) on its command line;
+    `console=CONSOLE INIT` (and the mode's own words) on its command line;
     lull stops itself after timeout seconds. cfg has qemu, lull, mem, vcpus,
     kernel and initramfs. bench/latency/cyclictest.py boots its guests so."""
     timer_mode, max_defer, extra = MODE_SPEC[mode]
-    append = f"console=ttyS0 {init}" + (" " + extra if extra else "")
+    append = f"console={console} {init}" + (" " + extra if extra else "")
     if timer_mode is None:
         # QEMU_APPEND: see its comment; the words QEMU's guest needs to reach
         # init in the nested runner at all

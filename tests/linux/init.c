@@ -46,8 +46,12 @@
  *                        -a -h 5000"; by default those, -t the CPUs
  *                        online), prints each line it writes as
  *                        "lull-init: cyclictest: LINE", but for the
- *                        histogram's empty rows, then "lull-init:
- *                        cyclictest done status=N ..." and powers off.
+ *                        histogram: its rows with a count, packed as
+ *                        "lull-init: cyclictest: hist US:C0,C1 ..." (a
+ *                        row per word: latency in µs, then the count of
+ *                        each thread), its empty rows not at all; then
+ *                        "lull-init: cyclictest done status=N ..." and
+ *                        powers off.
  *
  * PID 1 must never exit (the kernel panics): every path ends in
  * reboot(RB_POWER_OFF) or pause(), and a poweroff that returns is
@@ -651,12 +655,18 @@ static void census(long seconds)
  * pipe, so that nothing reaches the console while it measures (it writes
  * only at its end with -q) and its lines can be marked for the host,
  * which reads them off the console. The histogram has a row per
- * microsecond up to -h, nearly all of them empty: those rows are not
- * printed, each a dozen console bytes (a VM exit apiece) for nothing.
+ * microsecond up to -h ("000123 000000\t000002"), nearly all of them
+ * empty: those are not printed, and the others are packed, several to a
+ * line, as "123:0,2". Each console byte is a VM exit, and a UART that
+ * keeps to its baud rate (QEMU's, at 9600 unless told) takes a second per
+ * kilobyte: cyclictest's own rows, 20 bytes each with the mark, would
+ * take minutes where these take seconds.
  */
 #define CYCLICTEST "/usr/bin/cyclictest"
 #define DEFAULT_CYCLICTEST_ARGS "-m -q -p 95 -D 20 -i 1000 -a -h 5000"
 #define CYCLICTEST_MAX_ARGS 64
+/* a packed histogram line, the mark not counted */
+#define HIST_LINE 240
 
 /* A line of any length, prefixed, in one write like say()'s. */
 static void say_line(const char *prefix, const char *text, size_t len)
@@ -682,22 +692,49 @@ static void say_line(const char *prefix, const char *text, size_t len)
 	free(line);
 }
 
-/* A histogram row ("000123 000000\t000000") whose counts are all 0. */
-static bool empty_histogram_row(const char *line)
+/*
+ * A histogram row ("000123 000000\t000002") packed onto the pending line
+ * as " 123:0,2"; false when line is no row. Empty rows add nothing.
+ */
+static bool pack_histogram_row(const char *line, char *hist, size_t *len,
+			       long *empty)
 {
-	size_t digits = strspn(line, "0123456789");
+	char word[256];
+	const char *p = line + 6;
+	int n;
 
-	if (digits != 6 || (line[6] != ' ' && line[6] != '\t'))
+	if (strspn(line, "0123456789") != 6 || (*p != ' ' && *p != '\t'))
 		return false;
-	return line[6 + strspn(line + 6, "0 \t")] == '\0';
+	if (p[strspn(p, "0 \t")] == '\0') {
+		(*empty)++;
+		return true;
+	}
+	n = snprintf(word, sizeof(word), " %ld:", strtol(line, NULL, 10));
+	for (bool first = true; *(p += strspn(p, " \t")); first = false) {
+		char *end;
+		long count = strtol(p, &end, 10);
+
+		if (end == p || n >= (int)sizeof(word) - 24)
+			return false; /* not a row after all: printed as it is */
+		n += snprintf(word + n, sizeof(word) - (size_t)n, "%s%ld",
+			      first ? "" : ",", count);
+		p = end;
+	}
+	if (*len + (size_t)n > HIST_LINE) {
+		say_line("lull-init: cyclictest: hist", hist, *len);
+		*len = 0;
+	}
+	memcpy(hist + *len, word, (size_t)n);
+	*len += (size_t)n;
+	return true;
 }
 
 static void cyclictest(const char *args)
 {
 	char *argv[CYCLICTEST_MAX_ARGS + 1], *words, *line = NULL;
-	char cpus[24];
-	long skipped = 0;
-	size_t cap = 0;
+	char cpus[24], hist[HIST_LINE + 256];
+	long empty = 0;
+	size_t cap = 0, hist_len = 0;
 	ssize_t len;
 	int fds[2], argc = 0, status;
 	pid_t pid;
@@ -778,11 +815,16 @@ static void cyclictest(const char *args)
 	while (out && (len = getline(&line, &cap, out)) > 0) {
 		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = '\0';
-		if (empty_histogram_row(line))
-			skipped++;
-		else
-			say_line("lull-init: cyclictest: ", line, (size_t)len);
+		if (pack_histogram_row(line, hist, &hist_len, &empty))
+			continue;
+		if (hist_len) {
+			say_line("lull-init: cyclictest: hist", hist, hist_len);
+			hist_len = 0;
+		}
+		say_line("lull-init: cyclictest: ", line, (size_t)len);
 	}
+	if (hist_len)
+		say_line("lull-init: cyclictest: hist", hist, hist_len);
 	free(line);
 	if (out)
 		fclose(out);
@@ -794,10 +836,10 @@ static void cyclictest(const char *args)
 			free(words);
 			return;
 		}
-	say("cyclictest done monotonic_ns=%lld status=%d empty_rows_not_printed=%ld",
+	say("cyclictest done monotonic_ns=%lld status=%d empty_rows=%ld",
 	    (long long)monotonic_ns(),
 	    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-	    skipped);
+	    empty);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		fail("cyclictest: exit status %d",
 		     WIFEXITED(status) ? WEXITSTATUS(status) :
