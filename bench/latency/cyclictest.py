@@ -13,9 +13,12 @@ libc6), init in cyclictest mode: it runs
 
 (N the guest's vCPUs: one SCHED_FIFO thread per vCPU, pinned there, each
 sleeping 1 ms periods to an absolute deadline and recording how late it
-woke, in µs), prints the histogram and summary on the console and powers
-off. One VM at a time, every mode for every --vcpus, --repeat times,
-interleaved:
+woke, in µs; a histogram 50 ms wide, where a 5 ms one would put a late
+guest's p99 among its overflows), prints the histogram and summary on
+the console and powers off. One VM at a time, every mode for every
+--vcpus, --repeat times, interleaved; a VM that ends without cyclictest's
+summary (a hang, a panic) is run again up to --retries times, and every
+attempt is kept:
 
   qemu              QEMU microvm with KVM's in-kernel local APIC, -cpu
                     host,kvm-pv-eoi=off (bench/density/linux_idle.py says why)
@@ -86,6 +89,7 @@ READY = "lull-init: ready"
 LINE = "lull-init: cyclictest: "
 DONE = "lull-init: cyclictest done"
 FAIL = "lull-init: FAIL"
+PANIC = "Kernel panic - not syncing"
 # cyclictest's own histogram row, "000123 000000\t000002" (lull-init passes
 # it on as it is only when it cannot pack it)
 HIST_ROW = re.compile(r"^(\d{6})\s+(\d+(?:\s+\d+)*)\s*$")
@@ -341,8 +345,8 @@ def combine(threads, hist_us):
 # one VM
 
 
-def run_vm(cfg, vcpus, mode, rep):
-    name = f"{vcpus}vcpu-{mode}-{rep}"
+def run_vm(cfg, vcpus, mode, rep, attempt):
+    name = f"{vcpus}vcpu-{mode}-{rep}" + (f"-attempt{attempt + 1}" if attempt else "")
     console = os.path.join(cfg.out, "runs", name + ".console")
     errlog = os.path.join(cfg.out, "runs", name + ".err")
     stats = os.path.join(cfg.out, "runs", name + ".stats.json") if mode != "qemu" else None
@@ -352,7 +356,8 @@ def run_vm(cfg, vcpus, mode, rep):
     init = f'lull_init=cyclictest lull_cyclictest="{args}"'
     lull_timeout = int(cfg.boot_timeout + cfg.duration + cfg.done_timeout + 60)
     cmd = linux_idle.vm_command(vm_cfg, mode, init, stats, lull_timeout, console=CONSOLE)
-    res = {"vcpus": vcpus, "mode": mode, "rep": rep, "command": cmd, "failure": None,
+    res = {"vcpus": vcpus, "mode": mode, "rep": rep, "attempt": attempt, "command": cmd,
+           "failure": None,
            "console": os.path.relpath(console, cfg.out)}
     if stats and os.path.exists(stats):
         os.unlink(stats)
@@ -375,6 +380,10 @@ def run_vm(cfg, vcpus, mode, rep):
                 t_done = now
             if p.poll() is not None:
                 break
+            if PANIC in seen:
+                res["failure"] = "guest kernel panic: " + seen.split(PANIC, 1)[1].splitlines()[0] \
+                    .strip(" :")
+                break
             if t_ready is None and now - t0 > cfg.boot_timeout:
                 res["failure"] = f"no '{READY}' within {cfg.boot_timeout:g} s"
                 break
@@ -383,7 +392,7 @@ def run_vm(cfg, vcpus, mode, rep):
                 res["failure"] = (f"no '{DONE}' within {cfg.duration + cfg.done_timeout:g} s "
                                   "of init")
                 break
-            if t_done is not None and now - t_done > 30:
+            if t_done is not None and now - t_done > 10:
                 break  # done, and no poweroff: stopped below, as planned
             time.sleep(0.2)
     finally:
@@ -427,10 +436,20 @@ def measure(cfg):
                 for mode in cfg.modes:
                     log(f"{vcpus} vCPU(s), {mode}, run {rep + 1} of {cfg.repeat} "
                         f"({time.monotonic() - t0:.0f} s in)")
-                    r = run_vm(cfg, vcpus, mode, rep)
-                    a = r.get("all") or {}
-                    log(f"  {r['failure'] or 'done'}: {r['wall_s']} s, periods {a.get('periods')}, "
-                        f"p50 {a.get('p50_us')} p99 {a.get('p99_us')} max {a.get('max_us')} µs")
+                    failed = []
+                    for attempt in range(1 + cfg.retries):
+                        r = run_vm(cfg, vcpus, mode, rep, attempt)
+                        a = r.get("all") or {}
+                        log(f"  {r['failure'] or 'done'}: {r['wall_s']} s, periods "
+                            f"{a.get('periods')}, p50 {a.get('p50_us')} p99 {a.get('p99_us')} "
+                            f"max {a.get('max_us')} µs")
+                        if r.get("threads"):
+                            break
+                        failed.append(r)
+                    if failed and r is not failed[-1]:
+                        r["failed_attempts"] = failed
+                    elif len(failed) > 1:
+                        r["failed_attempts"] = failed[:-1]
                     results.append(r)
                     write_results(cfg, results, partial=True)
     finally:
@@ -443,7 +462,8 @@ def measure(cfg):
 
 
 def write_results(cfg, results, partial=False):
-    meta = {k: getattr(cfg, k) for k in ("vcpus", "modes", "repeat", "duration", "interval",
+    meta = {k: getattr(cfg, k) for k in ("vcpus", "modes", "repeat", "retries", "duration",
+                                         "interval",
                                          "hist", "mem", "cyclictest_args", "kernel",
                                          "initramfs_sha256", "packages")}
     meta.update(command=cfg.command, date=datetime.datetime.now(datetime.timezone.utc)
@@ -496,6 +516,9 @@ def table(res):
                          f"{t['overflows']:>6}")
         if r.get("failure"):
             lines.append(f"{'':>5} {'':<16} {'':>3} failure: {r['failure']}")
+        for f in r.get("failed_attempts", []):
+            lines.append(f"{'':>5} {'':<16} {'':>3} (attempt {f['attempt'] + 1} failed: "
+                         f"{f['failure']}; console {f['console']})")
     lines.append("")
     lines.append("lull / QEMU/KVM, all threads' periods together (same run, same rep):")
     lines.append(f"{'vCPUs':>5} {'mode':<16} {'run':>3} {'p50':>6} {'p99':>6} {'max':>6}")
@@ -533,8 +556,8 @@ def plot(res, out):
     runs = [r for r in res["results"] if r.get("all") and r["all"]["periods"]]
     if not runs:
         return None, "nothing to plot"
-    style = {"qemu": "lc rgb '#7570b3' dt 1", "lull-deferrable": "lc rgb '#1b9e77' dt 1",
-             "lull-strict": "lc rgb '#d95f02' dt 1"}
+    style = {"qemu": "lc rgb '#7570b3'", "lull-deferrable": "lc rgb '#1b9e77'",
+             "lull-strict": "lc rgb '#d95f02'"}
     panels = []
     for vcpus in res["vcpus"]:
         series = []
@@ -550,13 +573,13 @@ def plot(res, out):
                     later -= c
                     f.write(f"{b + 1} {later / n:.6g}\n" if later else "")
             title = r["mode"] + (f" #{r['rep'] + 1}" if res["repeat"] > 1 else "")
-            series.append(f"'{dat}' using 1:2 with steps lw 2 {style.get(r['mode'], '')} "
-                          f"title '{title}'")
+            series.append(f"'{dat}' using 1:2 with steps lw 2 dt {r['rep'] % 5 + 1} "
+                          f"{style.get(r['mode'], '')} title '{title}'")
         if series:
             panels.append((vcpus, series))
-    where = ("nested runner (emulated host): compare side by side" if res.get("nested")
-             else "host")
-    body = f"""set multiplot layout 1,{len(panels)} title "cyclictest in Debian's stock Linux guest, {res['duration']:g} s of {res['interval']} µs periods per thread; {where}" font ',12'
+    where = ("\\nin the nested runner: an emulated host, compare side by side"
+             if res.get("nested") else "")
+    body = f"""set multiplot layout 1,{len(panels)} title "cyclictest in Debian's stock Linux guest: {res['duration']:g} s of {res['interval']} µs periods per thread{where}" font ',12'
 set logscale xy 10
 set grid
 set key bottom left
@@ -631,6 +654,10 @@ def parse_args(argv):
     ap.add_argument("--kernel", default=None, metavar="BZIMAGE",
                     help="default: the bzImage tests/nested/lull-nested caches")
     ap.add_argument("--qemu", default="qemu-system-x86_64", metavar="PATH")
+    ap.add_argument("--retries", type=int, default=1, metavar="K",
+                    help="run a VM again, up to K times, when it ends without cyclictest's "
+                         "summary (a guest that hangs or panics; the nested runner's emulated "
+                         "SVM has faults): every attempt is kept in the results (default 1)")
     ap.add_argument("--boot-timeout", type=float, default=300, metavar="S",
                     help="seconds for a guest to reach init (default 300: emulated hosts are slow)")
     ap.add_argument("--out", default=None, metavar="DIR",
@@ -654,7 +681,7 @@ def parse_args(argv):
     bad = [m for m in cfg.modes if m not in MODES]
     if bad:
         ap.error(f"--modes: unknown {', '.join(bad)}; choose from {', '.join(MODES)}")
-    if not cfg.vcpus or min(cfg.vcpus) < 1 or cfg.repeat < 1 or cfg.duration < 1 \
+    if not cfg.vcpus or min(cfg.vcpus) < 1 or cfg.repeat < 1 or cfg.retries < 0 or cfg.duration < 1 \
             or cfg.interval < 1 or cfg.hist < 1:
         ap.error("--vcpus, --repeat, --duration, --interval and --hist must be positive")
     # {N}: the guest's vCPUs, one thread per vCPU
