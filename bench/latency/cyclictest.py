@@ -44,8 +44,8 @@ side, not with hardware.
 
 Writes OUT/results.json (every run, its parsed histogram and lull's
 stats), OUT/table.txt (what it prints), OUT/command.txt, OUT/runs/ (each
-VM's console and stderr) and, with gnuplot, OUT/cyclictest.png and .svg:
-the fraction of periods later than x, per mode, one panel per --vcpus.
+VM's console, gzipped, its stderr and lull's --stats) and, with gnuplot, OUT/cyclictest.png and .svg:
+the fraction of periods at least x late, per mode, one panel per --vcpus.
 `--report OUT` prints the table and draws the plot again from
 OUT/results.json. `ninja -C BUILD cyclictest` runs it with its defaults.
 """
@@ -53,6 +53,7 @@ OUT/results.json. `ninja -C BUILD cyclictest` runs it with its defaults.
 import argparse
 import datetime
 import glob
+import gzip
 import hashlib
 import json
 import os
@@ -313,27 +314,37 @@ def percentile(hist, overflows, q):
     return None
 
 
-def stats(hist, overflows, hist_us, **extra):
+def stats(hist, overflows, hist_us, keep_hist=True, **extra):
     n = sum(hist.values()) + overflows
     res = {"periods": n, "overflows": overflows,
            "p50_us": percentile(hist, overflows, 0.50),
            "p99_us": percentile(hist, overflows, 0.99),
            "p999_us": percentile(hist, overflows, 0.999)}
     res.update(extra)
-    res["hist"] = {str(b): c for b, c in sorted(hist.items())}
+    if keep_hist:
+        # "US:COUNT ..." for the rows with a count: a JSON object with a
+        # line per row would be most of the results' size
+        res["hist"] = " ".join(f"{b}:{c}" for b, c in sorted(hist.items()))
     return res
 
 
-def combine(threads, hist_us):
-    """All threads' periods as one distribution."""
+def hist_of(threads):
+    """Bucket µs -> count, summed over threads' "hist" strings."""
     hist = {}
     for t in threads:
-        for b, c in t["hist"].items():
-            hist[int(b)] = hist.get(int(b), 0) + c
+        for word in t["hist"].split():
+            b, c = word.split(":")
+            hist[int(b)] = hist.get(int(b), 0) + int(c)
+    return hist
+
+
+def combine(threads, hist_us):
+    """All threads' periods as one distribution (its histogram: hist_of)."""
+    hist = hist_of(threads)
     over = sum(t["overflows"] for t in threads)
     n = sum(t["periods"] for t in threads)
     avgs = [(t["avg_us"], t["periods"]) for t in threads if t.get("avg_us") is not None]
-    return stats(hist, over, hist_us,
+    return stats(hist, over, hist_us, keep_hist=False,
                  min_us=min((t["min_us"] for t in threads if t.get("min_us") is not None),
                             default=None),
                  avg_us=round(sum(a * w for a, w in avgs) / n, 1) if n and avgs else None,
@@ -409,6 +420,8 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
                boot_to_init_s=round(t_ready - t0, 1) if t_ready else None)
     if FAIL in seen and not res["failure"]:
         res["failure"] = "init: " + seen.split(FAIL, 1)[1].splitlines()[0].strip()
+    keep_gzipped(console)
+    res["console"] += ".gz"
     threads = parse_output(seen, cfg.hist)
     if threads is None and not res["failure"]:
         res["failure"] = "no cyclictest summary on the console"
@@ -424,6 +437,13 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
             res["lull_stats"] = None
             res["lull_stats_why_none"] = str(e)
     return res
+
+
+def keep_gzipped(path):
+    """path as path.gz: a console is mostly the guest's boot log."""
+    with open(path, "rb") as f, gzip.GzipFile(path + ".gz", "wb", mtime=0) as g:
+        shutil.copyfileobj(f, g)
+    os.unlink(path)
 
 
 def measure(cfg):
@@ -505,17 +525,16 @@ def table(res):
             f"{'avg':>7} {'p50':>6} {'p99':>6} {'p99.9':>6} {'max':>7} {'>' + str(hist):>6}")
     lines.append(head)
     for r in res["results"]:
-        if r.get("failure") and not r.get("threads"):
-            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep']:>3} FAILED: {r['failure']}")
-            continue
-        for t in r["threads"] + ([dict(r["all"], thread="all")] if len(r["threads"]) > 1 else []):
-            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep']:>3} {t['thread']:>6} "
+        for t in r.get("threads", []) + ([dict(r["all"], thread="all")]
+                                         if len(r.get("threads", [])) > 1 else []):
+            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} {t['thread']:>6} "
                          f"{t['periods']:>8} {num(t['min_us']):>5} {num(t['avg_us']):>7} "
                          f"{us(t['p50_us'], hist):>6} {us(t['p99_us'], hist):>6} "
                          f"{us(t['p999_us'], hist):>6} {num(t['max_us']):>7} "
                          f"{t['overflows']:>6}")
         if r.get("failure"):
-            lines.append(f"{'':>5} {'':<16} {'':>3} failure: {r['failure']}")
+            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} FAILED "
+                         f"(attempt {r['attempt'] + 1}: {r['failure']}; console {r['console']})")
         for f in r.get("failed_attempts", []):
             lines.append(f"{'':>5} {'':<16} {'':>3} (attempt {f['attempt'] + 1} failed: "
                          f"{f['failure']}; console {f['console']})")
@@ -528,7 +547,7 @@ def table(res):
         if r["mode"] == "qemu" or not r.get("all") or not q:
             continue
         a, b = r["all"], q["all"]
-        lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep']:>3} "
+        lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} "
                      f"{ratio(a['p50_us'], b['p50_us']):>6} {ratio(a['p99_us'], b['p99_us']):>6} "
                      f"{ratio(a['max_us'], b['max_us']):>6}")
     lat = [(r, v) for r in res["results"] for v in ((r.get("lull_stats") or {}).get("vcpus") or [])]
@@ -540,7 +559,7 @@ def table(res):
                      f"{'p99':>7} {'max':>8}")
         for r, v in lat:
             h = v.get("hard_lateness_ns") or {}
-            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep']:>3} {v.get('index', '?'):>4} "
+            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} {v.get('index', '?'):>4} "
                          f"{h.get('count', '-'):>7} "
                          + " ".join(f"{'-' if h.get(k) is None else round(h[k] / 1e3):>{w}}"
                                     for k, w in (("p50", 7), ("p99", 7), ("max", 8))))
@@ -548,7 +567,7 @@ def table(res):
 
 
 def plot(res, out):
-    """cyclictest.png and .svg: the fraction of periods later than x
+    """cyclictest.png and .svg: the fraction of periods at least x late
     (all threads), per mode, one panel per vCPU count. None, why if not."""
     gp = shutil.which("gnuplot")
     if not gp:
@@ -558,22 +577,29 @@ def plot(res, out):
         return None, "nothing to plot"
     style = {"qemu": "lc rgb '#7570b3'", "lull-deferrable": "lc rgb '#1b9e77'",
              "lull-strict": "lc rgb '#d95f02'"}
+    # where the curves are drawn: every µs to 100, then 100 points a decade
+    grid = sorted(set(range(1, 101)) | {round(10 ** (2 + k / 100))
+                                        for k in range(1, 100 * 6)
+                                        if 10 ** (2 + k / 100) <= res["hist"]})
+    # from half the least latency seen: every period is later than that
+    xmin = max(1, min((r["all"]["min_us"] or 1) for r in runs) // 2)
+    tmp = tempfile.mkdtemp(prefix="cyclictest-plot-")
     panels = []
     for vcpus in res["vcpus"]:
         series = []
         for r in (r for r in runs if r["vcpus"] == vcpus):
-            a = r["all"]
-            dat = f"{vcpus}vcpu-{r['mode']}-{r['rep']}.ccdf"
-            n, later = a["periods"], a["periods"]
-            with open(os.path.join(out, dat), "w") as f:
-                f.write(f"# latency_us fraction_of_periods_later ({n} periods, "
-                        f"{a['overflows']} over {res['hist']} us)\n")
-                for b, c in sorted((int(b), c) for b, c in a["hist"].items()):
-                    f.write(f"{b} {later / n:.6g}\n")
-                    later -= c
-                    f.write(f"{b + 1} {later / n:.6g}\n" if later else "")
+            hist, n = hist_of(r["threads"]), r["all"]["periods"]
+            dat = os.path.join(tmp, f"{vcpus}vcpu-{r['mode']}-{r['rep']}.ccdf")
+            buckets, below, i = sorted(hist), 0, 0
+            with open(dat, "w") as f:
+                for x in grid:
+                    while i < len(buckets) and buckets[i] < x:
+                        below += hist[buckets[i]]
+                        i += 1
+                    if below < n:
+                        f.write(f"{x} {(n - below) / n:.6g}\n")
             title = r["mode"] + (f" #{r['rep'] + 1}" if res["repeat"] > 1 else "")
-            series.append(f"'{dat}' using 1:2 with steps lw 2 dt {r['rep'] % 5 + 1} "
+            series.append(f"'{dat}' using 1:2 with lines lw 2 dt {r['rep'] % 5 + 1} "
                           f"{style.get(r['mode'], '')} title '{title}'")
         if series:
             panels.append((vcpus, series))
@@ -583,11 +609,11 @@ def plot(res, out):
 set logscale xy 10
 set grid
 set key bottom left
-set xrange [*:{res['hist']}]
+set xrange [{xmin}:{res['hist']}]
 set yrange [1e-5:1.2]
 set format y '10^{{%L}}'
 set xlabel "wakeup latency x, µs (cyclictest's histogram: {res['hist']} µs wide)"
-set ylabel 'fraction of periods later than x'
+set ylabel 'fraction of periods at least x late'
 """
     for vcpus, series in panels:
         body += (f"set title '{vcpus} vCPU{'s' if vcpus > 1 else ''}, all threads'\n"
@@ -595,16 +621,19 @@ set ylabel 'fraction of periods later than x'
     body += "unset multiplot\n"
     made = []
     width = 700 * len(panels)
-    for term, name in ((f"pngcairo size {width},520 font 'DejaVu Sans,10'", "cyclictest.png"),
-                       (f"svg size {width},520 dynamic font 'DejaVu Sans,10'", "cyclictest.svg")):
-        p = subprocess.run([gp], input=f"set terminal {term}\nset output '{name}'\n" + body,
-                           text=True, cwd=out, capture_output=True)
-        if p.returncode:
-            return made or None, "gnuplot: " + (p.stderr.strip().splitlines() or ["failed"])[-1]
-        made.append(os.path.join(out, name))
-    with open(os.path.join(out, "cyclictest.gp"), "w") as f:
-        f.write("# gnuplot script; run in this folder\nset terminal pngcairo size "
-                f"{width},520\nset output 'cyclictest.png'\n" + body)
+    try:
+        for term, name in ((f"pngcairo size {width},520 font 'DejaVu Sans,10'", "cyclictest.png"),
+                           (f"svg size {width},520 dynamic font 'DejaVu Sans,10'",
+                            "cyclictest.svg")):
+            path = os.path.join(out, name)
+            p = subprocess.run([gp], input=f"set terminal {term}\nset output '{path}'\n" + body,
+                               text=True, capture_output=True)
+            if p.returncode:
+                return made or None, "gnuplot: " + (p.stderr.strip().splitlines()
+                                                    or ["failed"])[-1]
+            made.append(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return made, None
 
 
@@ -716,7 +745,7 @@ def run_nested(cfg, argv):
     t0 = time.monotonic()
     rc = subprocess.call(cmd)
     log(f"the nested run took {time.monotonic() - t0:.0f} s (exit status {rc})")
-    return rc
+    return rc, " ".join(shlex.quote(a) for a in cmd)
 
 
 def main(argv):
@@ -754,7 +783,7 @@ def main(argv):
             return 0
     else:
         t0 = time.monotonic()
-        rc = run_nested(cfg, argv)
+        rc, runner_command = run_nested(cfg, argv)
         path = os.path.join(cfg.out, "results.json")
         if not os.path.exists(path):
             log("the nested run left no results.json")
@@ -762,8 +791,8 @@ def main(argv):
         # the inner run's own command line is the runner's business
         with open(path) as f:
             res = json.load(f)
-        res.update(command=cfg.command, runner_s=round(time.monotonic() - t0),
-                   runner_status=rc)
+        res.update(command=cfg.command, runner_command=runner_command,
+                   runner_s=round(time.monotonic() - t0), runner_status=rc)
         with open(path, "w") as f:
             json.dump(res, f, indent=1)
             f.write("\n")
