@@ -76,10 +76,11 @@ import linux_idle  # noqa: E402  (vm_command, MODE_SPEC, QEMU_CPU)
 RUNNER = os.path.join(ROOT, "tests", "nested", "lull-nested")
 MKINITRAMFS = os.path.join(ROOT, "scripts", "mkinitramfs")
 NESTED_LOCK = "/tmp/lull-nested.lock"
-# Init's lines go through the tty layer, at the UART's baud rate when the
-# UART keeps to one (QEMU's does, at 9600 when the kernel is not told, a
-# kilobyte a second): cyclictest's histogram, written once it has
-# measured, would take minutes there. Said on both VMMs' command lines.
+# Init's lines go through the tty layer, which waits for the UART to
+# send them: from QEMU's guest in the nested runner, under a kilobyte a
+# second at the 9600 baud the kernel keeps when not told, and faster at
+# 115200 (lull's UART sends at once at any rate). Said on both VMMs'
+# command lines; the guest prints nothing while cyclictest measures.
 CONSOLE = "ttyS0,115200"
 MODES = ("qemu", "lull-deferrable", "lull-strict")
 # Debian's packages: cyclictest, and what it links against

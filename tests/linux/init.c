@@ -657,10 +657,11 @@ static void census(long seconds)
  * which reads them off the console. The histogram has a row per
  * microsecond up to -h ("000123 000000\t000002"), nearly all of them
  * empty: those are not printed, and the others are packed, several to a
- * line, as "123:0,2". Each console byte is a VM exit, and a UART that
- * keeps to its baud rate (QEMU's, at 9600 unless told) takes a second per
- * kilobyte: cyclictest's own rows, 20 bytes each with the mark, would
- * take minutes where these take seconds.
+ * line, as "123:0,2". Each console byte is a VM exit, and init's lines
+ * go through the tty layer, whose UART driver waits for the transmitter
+ * to empty: from QEMU's guest in the nested runner they came at under a
+ * kilobyte a second, where cyclictest's own rows, 20 bytes each with the
+ * mark, took minutes; packed they take seconds.
  */
 #define CYCLICTEST "/usr/bin/cyclictest"
 #define DEFAULT_CYCLICTEST_ARGS "-m -q -p 95 -D 20 -i 1000 -a -h 5000"
