@@ -147,10 +147,19 @@ class IdleVM:
 
 
 def command(cfg, mode, stats=None):
-    timer_mode, max_defer, extra = MODE_SPEC[mode]
     init = (f"lull_init=census lull_census_s={cfg.census_seconds:g}" if cfg.census
             else "lull_init=idle")
-    append = f"console=ttyS0 {init}" + (" " + extra if extra else "")
+    return vm_command(cfg, mode, init, stats,
+                      int(cfg.boot_timeout + cfg.seconds + cfg.census_seconds + 120))
+
+
+def vm_command(cfg, mode, init, stats, timeout, console="ttyS0"):
+    """One VM of a MODE_SPEC mode booting cfg.kernel and cfg.initramfs with
+    `console=CONSOLE INIT` (and the mode's own words) on its command line;
+    lull stops itself after timeout seconds. cfg has qemu, lull, mem, vcpus,
+    kernel and initramfs. bench/latency/cyclictest.py boots its guests so."""
+    timer_mode, max_defer, extra = MODE_SPEC[mode]
+    append = f"console={console} {init}" + (" " + extra if extra else "")
     if timer_mode is None:
         # QEMU_APPEND: see its comment; the words QEMU's guest needs to reach
         # init in the nested runner at all
@@ -166,7 +175,7 @@ def command(cfg, mode, stats=None):
         cmd += ["--apic-max-defer", str(max_defer)]
     if stats:
         cmd += ["--stats", stats]
-    return cmd + ["--timeout", str(int(cfg.boot_timeout + cfg.seconds + cfg.census_seconds + 120)),
+    return cmd + ["--timeout", str(timeout),
                   "--initrd", cfg.initramfs, "--cmdline", append, cfg.kernel]
 
 

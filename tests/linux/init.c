@@ -36,6 +36,22 @@
  *                        count=N"), the lateness of the guest's hrtimers
  *                        by its own clock, and "lull-init: census done";
  *                        then sleeps in pause() like idle mode.
+ *   lull_init=cyclictest Debian's cyclictest (rt-tests), which only the
+ *                        initramfs bench/latency/cyclictest.py packs
+ *                        carries (/usr/bin/cyclictest and its
+ *                        libraries): prints "lull-init: ready ...", runs
+ *                        it once with the words of lull_cyclictest as
+ *                        its arguments (kernel command line
+ *                        lull_cyclictest="-m -q -p 95 -D 20 -i 1000 -t 2
+ *                        -a -h 5000"; by default those, -t the CPUs
+ *                        online), prints each line it writes as
+ *                        "lull-init: cyclictest: LINE", but for the
+ *                        histogram: its rows with a count, packed as
+ *                        "lull-init: cyclictest: hist US:C0,C1 ..." (a
+ *                        row per word: latency in µs, then the count of
+ *                        each thread), its empty rows not at all; then
+ *                        "lull-init: cyclictest done status=N ..." and
+ *                        powers off.
  *
  * PID 1 must never exit (the kernel panics): every path ends in
  * reboot(RB_POWER_OFF) or pause(), and a poweroff that returns is
@@ -54,6 +70,7 @@
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -633,6 +650,204 @@ static void census(long seconds)
 	    late_unmatched);
 }
 
+/*
+ * cyclictest. It runs as a child of init with its stdout and stderr on a
+ * pipe, so that nothing reaches the console while it measures (it writes
+ * only at its end with -q) and its lines can be marked for the host,
+ * which reads them off the console. The histogram has a row per
+ * microsecond up to -h ("000123 000000\t000002"), nearly all of them
+ * empty: those are not printed, and the others are packed, several to a
+ * line, as "123:0,2". Each console byte is a VM exit, and init's lines
+ * go through the tty layer, whose UART driver waits for the transmitter
+ * to empty: from QEMU's guest in the nested runner they came at under a
+ * kilobyte a second, where cyclictest's own rows, 20 bytes each with the
+ * mark, took minutes; packed they take seconds.
+ */
+#define CYCLICTEST "/usr/bin/cyclictest"
+#define DEFAULT_CYCLICTEST_ARGS "-m -q -p 95 -D 20 -i 1000 -a -h 5000"
+#define CYCLICTEST_MAX_ARGS 64
+/* a packed histogram line, the mark not counted */
+#define HIST_LINE 240
+
+/* A line of any length, prefixed, in one write like say()'s. */
+static void say_line(const char *prefix, const char *text, size_t len)
+{
+	size_t plen = strlen(prefix);
+	char *line = malloc(plen + len + 1);
+	size_t n = plen + len + 1, off = 0;
+
+	if (!line)
+		return;
+	memcpy(line, prefix, plen);
+	memcpy(line + plen, text, len);
+	line[plen + len] = '\n';
+	while (off < n) {
+		ssize_t w = write(STDOUT_FILENO, line + off, n - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	free(line);
+}
+
+/*
+ * A histogram row ("000123 000000\t000002") packed onto the pending line
+ * as " 123:0,2"; false when line is no row. Empty rows add nothing.
+ */
+static bool pack_histogram_row(const char *line, char *hist, size_t *len,
+			       long *empty)
+{
+	char word[256];
+	const char *p = line + 6;
+	int n;
+
+	if (strspn(line, "0123456789") != 6 || (*p != ' ' && *p != '\t'))
+		return false;
+	if (p[strspn(p, "0 \t")] == '\0') {
+		(*empty)++;
+		return true;
+	}
+	n = snprintf(word, sizeof(word), " %ld:", strtol(line, NULL, 10));
+	for (bool first = true; *(p += strspn(p, " \t")); first = false) {
+		char *end;
+		long count = strtol(p, &end, 10);
+
+		if (end == p || n >= (int)sizeof(word) - 24)
+			return false; /* not a row after all: printed as it is */
+		n += snprintf(word + n, sizeof(word) - (size_t)n, "%s%ld",
+			      first ? "" : ",", count);
+		p = end;
+	}
+	if (*len + (size_t)n > HIST_LINE) {
+		say_line("lull-init: cyclictest: hist", hist, *len);
+		*len = 0;
+	}
+	memcpy(hist + *len, word, (size_t)n);
+	*len += (size_t)n;
+	return true;
+}
+
+static void cyclictest(const char *args)
+{
+	char *argv[CYCLICTEST_MAX_ARGS + 1], *words, *line = NULL;
+	char cpus[24], hist[HIST_LINE + 256];
+	long empty = 0;
+	size_t cap = 0, hist_len = 0;
+	ssize_t len;
+	int fds[2], argc = 0, status;
+	pid_t pid;
+	FILE *out;
+
+	if (access(CYCLICTEST, X_OK)) {
+		fail("cyclictest: no %s in the initramfs (bench/latency/cyclictest.py builds one that has it)",
+		     CYCLICTEST);
+		return;
+	}
+	/*
+	 * cyclictest holds /dev/cpu_dma_latency at 0 while it runs, as on a
+	 * real-time system, and keeps its running status in /dev/shm; both
+	 * missing, it only warns and measures all the same. devtmpfs has a
+	 * console too: init's open descriptors are unaffected.
+	 */
+	if (mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, NULL))
+		say("cyclictest: cannot mount devtmpfs on /dev: %s",
+		    strerror(errno));
+	else {
+		mkdir("/dev/shm", 01777);
+		if (mount("tmpfs", "/dev/shm", "tmpfs",
+			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+			say("cyclictest: cannot mount tmpfs on /dev/shm: %s",
+			    strerror(errno));
+	}
+	snprintf(cpus, sizeof(cpus), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+	words = strdup(args && *args ? args : DEFAULT_CYCLICTEST_ARGS);
+	if (!words) {
+		fail("cyclictest: out of memory");
+		return;
+	}
+	argv[argc++] = "cyclictest";
+	for (char *w = strtok(words, " \t"); w; w = strtok(NULL, " \t")) {
+		if (argc == CYCLICTEST_MAX_ARGS - 2) {
+			fail("cyclictest: more than %d arguments",
+			     CYCLICTEST_MAX_ARGS - 3);
+			free(words);
+			return;
+		}
+		argv[argc++] = w;
+	}
+	if (!args || !*args) {
+		argv[argc++] = "-t";
+		argv[argc++] = cpus;
+	}
+	argv[argc] = NULL;
+
+	say("cyclictest start monotonic_ns=%lld cpus=%s args=%s%s%s",
+	    (long long)monotonic_ns(), cpus,
+	    args && *args ? args : DEFAULT_CYCLICTEST_ARGS,
+	    args && *args ? "" : " -t ", args && *args ? "" : cpus);
+	/* the marker's UART interrupts end before the measurement starts */
+	tcdrain(STDOUT_FILENO);
+	if (pipe2(fds, O_CLOEXEC)) {
+		fail("cyclictest: pipe: %s", strerror(errno));
+		free(words);
+		return;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fail("cyclictest: fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		free(words);
+		return;
+	}
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		execv(CYCLICTEST, argv);
+		dprintf(STDERR_FILENO, "cannot run %s: %s\n", CYCLICTEST,
+			strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	out = fdopen(fds[0], "r");
+	while (out && (len = getline(&line, &cap, out)) > 0) {
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = '\0';
+		if (pack_histogram_row(line, hist, &hist_len, &empty))
+			continue;
+		if (hist_len) {
+			say_line("lull-init: cyclictest: hist", hist, hist_len);
+			hist_len = 0;
+		}
+		say_line("lull-init: cyclictest: ", line, (size_t)len);
+	}
+	if (hist_len)
+		say_line("lull-init: cyclictest: hist", hist, hist_len);
+	free(line);
+	if (out)
+		fclose(out);
+	else
+		close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			fail("cyclictest: waitpid: %s", strerror(errno));
+			free(words);
+			return;
+		}
+	say("cyclictest done monotonic_ns=%lld status=%d empty_rows=%ld",
+	    (long long)monotonic_ns(),
+	    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+	    empty);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		fail("cyclictest: exit status %d",
+		     WIFEXITED(status) ? WEXITSTATUS(status) :
+					 128 + WTERMSIG(status));
+	free(words);
+}
+
 static void power_off(void)
 {
 	sync();
@@ -679,9 +894,20 @@ int main(void)
 		sleep_forever();
 	}
 
+	if (!strcmp(mode, "cyclictest")) {
+		say("ready monotonic_ns=%lld uptime=%s kernel=%s",
+		    (long long)monotonic_ns(), uptime, uts.release);
+		cyclictest(getenv("lull_cyclictest"));
+		if (failure[0])
+			say("FAIL %s", failure);
+		power_off();
+		sleep_forever();
+	}
+
 	say("start mode=%s kernel=%s uptime=%s", mode, uts.release, uptime);
 	if (strcmp(mode, "check"))
-		fail("unknown lull_init=%s (check, idle or census)", mode);
+		fail("unknown lull_init=%s (check, idle, census or cyclictest)",
+		     mode);
 	else {
 		check_clock(slack_ms);
 		check_cpus(expect);
