@@ -156,8 +156,8 @@ static void trace_late(const struct vcpu *v, const struct late_event *e)
 				       late_cause_names[c], e->ns[c] / 1e6);
 	}
 	fprintf(stderr,
-		"lull: vcpu %u: hard timer on vector 0x%02x delivered %.3f ms late (ms: %s)\n",
-		v->index, e->vector, e->late_ns / 1e6, causes);
+		"lull: vcpu %u: hard timer on vector 0x%02x, due at %.6f s, delivered %.3f ms late (ms: %s)\n",
+		v->index, e->vector, e->expiry / 1e9, e->late_ns / 1e6, causes);
 }
 
 static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)

@@ -368,6 +368,8 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
     init = f'lull_init=cyclictest lull_cyclictest="{args}"'
     lull_timeout = int(cfg.boot_timeout + cfg.duration + cfg.done_timeout + 60)
     cmd = linux_idle.vm_command(vm_cfg, mode, init, stats, lull_timeout, console=CONSOLE)
+    if mode != "qemu" and cfg.lull_arg:
+        cmd[2:2] = cfg.lull_arg  # after "lull run"
     res = {"vcpus": vcpus, "mode": mode, "rep": rep, "attempt": attempt, "command": cmd,
            "failure": None,
            "console": os.path.relpath(console, cfg.out)}
@@ -684,6 +686,9 @@ def parse_args(argv):
     ap.add_argument("--kernel", default=None, metavar="BZIMAGE",
                     help="default: the bzImage tests/nested/lull-nested caches")
     ap.add_argument("--qemu", default="qemu-system-x86_64", metavar="PATH")
+    ap.add_argument("--lull-arg", action="append", default=[], metavar="ARG",
+                    help="one more option for every lull run (repeatable), "
+                         "e.g. --lull-arg=--trace-late")
     ap.add_argument("--retries", type=int, default=1, metavar="K",
                     help="run a VM again, up to K times, when it ends without cyclictest's "
                          "summary (a guest that hangs or panics; the nested runner's emulated "
