@@ -4,26 +4,31 @@
  *
  * The vCPU thread marks each change of what it is doing: running the
  * guest (inside KVM_RUN), sleeping in its halt (idle_sleep), lull's own
- * work, and the catch-up within that work where the wheel runs what is due,
- * which is where a due timer becomes a pending interrupt (it is "taken").
- * A hard timer delivered more than the threshold after its expiry has that
- * span laid over the marks, and each piece is charged to a cause:
+ * work, and the catch-up within that work where the wheel runs what is due
+ * and a due timer becomes a pending interrupt (it is "taken"). A hard timer
+ * delivered more than the threshold after its expiry has that span laid
+ * over the phases, each piece charged to a cause:
  *
  *   wake       halted, not yet taken: the host woke the thread late (its
  *              timer was late, or the thread was stopped)
  *   kick       in the guest, not yet taken: the kick out of KVM_RUN (the
- *              thread's timer signal, an IPI's kick) came late
+ *              thread's timer signal) came late
  *   masked     taken, but the guest could not accept it: it ran or halted
  *              with interrupts off, a TPR or a vector in service above it
- *   vmm        lull's own work: handling an exit, catching up, injecting
+ *   vmm        lull's own work: handling exits, catching up, injecting
+ *   blocked    of lull's work, the time its thread slept in it (a lock, a
+ *              full console); only where the scheduler is sampled
  *   preempted  runnable but not running, out of any of the above; only
- *              where the scheduler's run delay is sampled (below)
+ *              where the scheduler is sampled
  *   unseen     before the oldest mark kept
  *
- * A mark costs a clock read. The run delay (/proc/thread-self/schedstat)
- * costs a system call per mark, so it is sampled only on request; without
- * it, time the host did not run the thread stays in the cause of the
- * phase it fell in.
+ * Up to the catch-up that takes it, a timer's span is read off the last few
+ * marks; from then on off running sums per phase, snapshotted when it is
+ * taken, so that a timer held off for a long run of exits is charged in
+ * full. A mark costs a clock read. The scheduler's view of the thread
+ * (/proc/thread-self/schedstat: time on a CPU, time waiting for one) costs
+ * a system call per mark, so it is sampled only on request; without it the
+ * time the host did not run the thread stays in the cause of its phase.
  *
  * Everything here runs on the vCPU's own thread.
  */
@@ -38,6 +43,7 @@ enum late_phase {
 	LATE_PHASE_TAKE, /* the catch-up: due timers become interrupts */
 	LATE_PHASE_GUEST,
 	LATE_PHASE_IDLE,
+	LATE_PHASES
 };
 
 enum late_cause {
@@ -45,6 +51,7 @@ enum late_cause {
 	LATE_KICK,
 	LATE_MASKED,
 	LATE_VMM,
+	LATE_BLOCKED,
 	LATE_PREEMPTED,
 	LATE_UNSEEN,
 	LATE_CAUSES
@@ -52,9 +59,10 @@ enum late_cause {
 
 extern const char *const late_cause_names[LATE_CAUSES];
 
-/* Marks kept: a few hundred phases, enough to span a long stall (which has
- * few) and a run of interrupt-window exits while the guest masks one. */
-#define LATE_MARKS 128
+/* Marks kept: a timer is taken at most a few phases after its expiry. */
+#define LATE_MARKS 32
+/* Timers taken and not yet delivered, followed at once. */
+#define LATE_PENDING 8
 #define LATE_WORST 4
 
 struct late_event {
@@ -65,17 +73,37 @@ struct late_event {
 	uint8_t main_cause; /* the largest share */
 };
 
+/* The scheduler's view of the thread, in ns, when sampled. */
+struct late_sched {
+	uint64_t on_cpu, waiting;
+};
+
+/* Time per phase since the thread began, and the scheduler's share. */
+struct late_sums {
+	uint64_t ns[LATE_PHASES];
+	struct late_sched sched[LATE_PHASES];
+};
+
 struct late_mark {
 	uint64_t at;
-	uint64_t run_delay; /* the thread's, when sampled */
+	struct late_sched sched;
 	uint8_t phase;
+};
+
+struct late_pending {
+	uint64_t expiry; /* 0: a free entry */
+	uint8_t vector;
+	uint64_t taken_ns[LATE_CAUSES]; /* expiry to the catch-up */
+	struct late_sums at_take;
 };
 
 struct lateness {
 	uint64_t threshold_ns;
-	int run_delay_fd; /* -1: the run delay is not sampled */
+	int sched_fd; /* -1: the scheduler is not sampled */
 	unsigned marks; /* written so far; mark[marks % LATE_MARKS] is next */
 	struct late_mark mark[LATE_MARKS];
+	struct late_sums sums; /* up to the last mark */
+	struct late_pending pending[LATE_PENDING];
 
 	uint64_t events;
 	uint64_t main_cause_events[LATE_CAUSES];
@@ -85,20 +113,24 @@ struct lateness {
 };
 
 void lateness_init(struct lateness *l, uint64_t threshold_ns);
-/* Samples the calling thread's run delay from now on; -errno if the
- * kernel does not offer it (no schedstat). */
-int lateness_sample_run_delay(struct lateness *l);
+/* Samples the calling thread's schedstat from now on; -errno if the kernel
+ * does not offer it. */
+int lateness_sample_sched(struct lateness *l);
 void lateness_destroy(struct lateness *l);
 
 /* The thread enters phase p at `now` (CLOCK_MONOTONIC ns). */
 void lateness_mark(struct lateness *l, enum late_phase p, uint64_t now);
 
+/* A hard timer that expired at `expiry` now times vector `vector`'s
+ * delivery: called in the catch-up that took it. */
+void lateness_taken(struct lateness *l, uint8_t vector, uint64_t expiry);
+
 /*
- * A hard timer that expired at `expiry` was delivered on vector `vector`
- * at `delivered`. Later than the threshold, its span is charged to causes,
+ * Vector `vector`, timed from a hard expiry at `expiry`, was delivered at
+ * `delivered`. Later than the threshold, its span is charged to causes,
  * counted, and copied to *ev: true. Otherwise false, nothing counted.
  */
-bool lateness_attribute(struct lateness *l, uint8_t vector, uint64_t expiry,
+bool lateness_delivered(struct lateness *l, uint8_t vector, uint64_t expiry,
 			uint64_t delivered, struct late_event *ev);
 
 #endif

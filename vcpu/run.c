@@ -172,7 +172,7 @@ static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)
 
 		if (a->source[vector] == APIC_SRC_HARD) {
 			hist_record(&v->stats.hard_lateness_ns, late);
-			if (lateness_attribute(&v->stats.late, vector, since,
+			if (lateness_delivered(&v->stats.late, vector, since,
 					       now, &e) &&
 			    v->trace_late)
 				trace_late(v, &e);
@@ -485,9 +485,9 @@ static int thread_setup(struct vcpu *v)
 	memcpy(mask.head.sigset, &set, 8);
 	if (ioctl(v->fd, KVM_SET_SIGNAL_MASK, &mask.head) < 0)
 		return -errno;
-	/* the run delay is this thread's: opened here, before confinement */
+	/* schedstat is this thread's: opened here, before confinement */
 	if (v->trace_late)
-		return lateness_sample_run_delay(&v->stats.late);
+		return lateness_sample_sched(&v->stats.late);
 	return 0;
 }
 

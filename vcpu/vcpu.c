@@ -193,12 +193,21 @@ bool vcpu_send_ipi(struct vcpu *from, struct vcpu *to,
 uint32_t vcpu_raise_timer(struct vcpu *v, uint8_t vector, uint32_t times,
 			  bool accumulate, bool deferred, uint64_t expiry)
 {
+	struct apic *a = &v->apic;
+	uint32_t merged;
+
 	if (deferred)
 		v->stats.timers_fired_deferred++;
 	else
 		v->stats.timers_fired_hard++;
-	return apic_raise(&v->apic, vector, times, accumulate,
-			  deferred ? APIC_SRC_DEFERRED : APIC_SRC_HARD, expiry);
+	merged = apic_raise(a, vector, times, accumulate,
+			    deferred ? APIC_SRC_DEFERRED : APIC_SRC_HARD, expiry);
+
+	/* this expiry now times the delivery: follow it from here */
+	if (!deferred && a->since[vector] == expiry &&
+	    a->source[vector] == APIC_SRC_HARD)
+		lateness_taken(&v->stats.late, vector, expiry);
+	return merged;
 }
 
 /* Registers lull cannot read or write: the VM cannot go on correctly. */

@@ -147,7 +147,7 @@ struct vcpu {
 	timer_t kick_timer;
 	bool kick_timer_made;
 	uint64_t kick_armed_at;
-	/* print each late hard timer on stderr, and sample the run delay */
+	/* print each late hard timer on stderr, and sample the scheduler */
 	bool trace_late;
 
 	_Atomic int state;
@@ -170,7 +170,8 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 void vcpu_destroy(struct vcpu *v);
 /* Hard timers later than threshold_ns have their lateness charged to
  * causes (lateness.h); with `trace`, each is printed on stderr as it is
- * delivered and the thread's run delay is sampled. Before vcpu_start. */
+ * delivered and the scheduler's view of the thread (schedstat) is
+ * sampled. Before vcpu_start. */
 void vcpu_set_lateness(struct vcpu *v, uint64_t threshold_ns, bool trace);
 int vcpu_start(struct vcpu *v);
 void vcpu_join(struct vcpu *v);

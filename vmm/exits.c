@@ -338,7 +338,7 @@ static int confine(struct vcpu *v)
 {
 	char err[160];
 	int r = sandbox_enter_vcpu(v->index, v->fd, idle_ring_fd(&v->idle),
-				   v->stats.late.run_delay_fd, err,
+				   v->stats.late.sched_fd, err,
 				   sizeof(err));
 
 	if (r < 0)

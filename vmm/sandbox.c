@@ -201,7 +201,7 @@ static int allow_vcpu(scmp_filter_ctx ctx, int vcpu_fd, int ring_fd)
 }
 
 /* --trace-late: the vCPU thread reads its own schedstat, and only that. */
-static int allow_run_delay(scmp_filter_ctx ctx, int fd)
+static int allow_schedstat(scmp_filter_ctx ctx, int fd)
 {
 	const struct rule r[] = {
 		IF1(pread64, EQ(0, (scmp_datum_t)fd)),
@@ -370,7 +370,7 @@ int sandbox_enter_console(char *err, size_t errlen)
 }
 
 int sandbox_enter_vcpu(unsigned index, int vcpu_fd, int ring_fd,
-		       int run_delay_fd, char *err, size_t errlen)
+		       int sched_fd, char *err, size_t errlen)
 {
 	scmp_filter_ctx ctx;
 	char name[16];
@@ -381,7 +381,7 @@ int sandbox_enter_vcpu(unsigned index, int vcpu_fd, int ring_fd,
 	if (r < 0 || !ctx)
 		return finish(ctx, r, err, errlen);
 	r = allow_vcpu(ctx, vcpu_fd, ring_fd);
-	if (r >= 0 && run_delay_fd >= 0)
-		r = allow_run_delay(ctx, run_delay_fd);
+	if (r >= 0 && sched_fd >= 0)
+		r = allow_schedstat(ctx, sched_fd);
 	return finish(ctx, r, err, errlen);
 }

@@ -29,13 +29,13 @@ int sandbox_init(bool seccomp);
 
 /*
  * The calling thread confines itself. The vCPU's may only use its own
- * vCPU fd, its own idle ring and, where it samples its run delay
+ * vCPU fd, its own idle ring and, where it samples the scheduler
  * (lateness.h), read its schedstat fd (-1: none). Returns 0, or -errno
  * with one sentence in err.
  */
 int sandbox_enter_main(char *err, size_t errlen);
 int sandbox_enter_console(char *err, size_t errlen);
 int sandbox_enter_vcpu(unsigned index, int vcpu_fd, int ring_fd,
-		       int run_delay_fd, char *err, size_t errlen);
+		       int sched_fd, char *err, size_t errlen);
 
 #endif

@@ -118,9 +118,9 @@ static void late_event_json(FILE *f, const struct late_event *e)
 static void lateness_json(FILE *f, const struct lateness *l)
 {
 	fprintf(f,
-		"\"lateness\": {\"threshold_ns\": %lu, \"run_delay_sampled\": %s, "
+		"\"lateness\": {\"threshold_ns\": %lu, \"sched_sampled\": %s, "
 		"\"events\": %lu, ",
-		l->threshold_ns, l->run_delay_fd >= 0 ? "true" : "false",
+		l->threshold_ns, l->sched_fd >= 0 ? "true" : "false",
 		l->events);
 	for (unsigned c = 0; c < LATE_CAUSES; c++)
 		fprintf(f, "\"%s\": {\"events\": %lu, \"ns\": %lu}, ",

@@ -220,7 +220,7 @@ Test(lateness, a_thread_kept_from_its_cpu_is_preempted)
 	json = find_json(r.out);
 	cr_assert(json, "no --stats:\n%s", r.out);
 	cr_log_info("kept from its CPU: %s", strstr(json, "\"lateness\""));
-	cr_assert(strstr(json, "\"run_delay_sampled\": true"), "%s", json);
+	cr_assert(strstr(json, "\"sched_sampled\": true"), "%s", json);
 	late = late_stat(json, "worst[0].late_ns");
 	pre = late_stat(json, "worst[0].preempted_ns");
 	cr_assert_geq(late, 100 * MS, "late only %lu ns", late);
