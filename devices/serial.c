@@ -127,9 +127,13 @@ static void serial_write(struct serial *s, uint16_t reg, uint8_t val)
 			break;
 		}
 		console_putc(s->console, val);
-		/* sent at once: the THR is empty again if the ring has room,
-		 * else once it has (serial_console_room) */
-		s->thre_pending = thr_empty(s);
+		/* the FIFO is empty again once the console has written it
+		 * out (serial_console_room), at once where it has nowhere to
+		 * write it (closed) */
+		s->thre_pending = false;
+		s->thr_sending = !console_has_room(s->console, CONSOLE_RING_SIZE);
+		if (!s->thr_sending)
+			s->thre_pending = thr_empty(s);
 		break;
 	case UART_IER:
 		if (dlab)
@@ -183,6 +187,12 @@ void serial_console_room(void *serial)
 	pthread_mutex_lock(&s->lock);
 	if (s->thr_busy && thr_empty(s)) {
 		s->thr_busy = false;
+		if (s->regs[UART_IER] & UART_IER_ETBEI)
+			s->thre_pending = true;
+	}
+	if (s->thr_sending &&
+	    console_has_room(s->console, CONSOLE_RING_SIZE)) {
+		s->thr_sending = false;
 		if (s->regs[UART_IER] & UART_IER_ETBEI)
 			s->thre_pending = true;
 	}
