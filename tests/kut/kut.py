@@ -60,9 +60,11 @@ NESTED_LOCK = "/tmp/lull-nested.lock"
 # and then halts for good: vmexit.flat's *_sti_hlt operations hang there,
 # on QEMU/KVM as on lull. The runner's second CPU is therefore tickless
 # (nohz_full) and single-vCPU tests run pinned to it, where few host
-# interrupts land; tests with more vCPUs run unpinned.
+# interrupts land; tests with more vCPUs run unpinned. Fewer is not none:
+# there, a *_sti_hlt operation that times out is run again, at most twice.
 NESTED_KERNEL_ARGS = ["nohz_full=1", "rcu_nocbs=1"]
 NESTED_VMM_CPU = 1
+NESTED_HANG_TRIES = 3
 
 # vmexit.flat's self-IPI operations (self_ipi_<op>, x2apic_self_ipi_<op>),
 # which unittests.cfg has no entries for
@@ -105,7 +107,7 @@ for _t in SELF_IPI_OPS:
             (f"vmexit_x2apic_self_ipi_{_t}", f"x2apic_self_ipi_{_t}", ""),
             (f"vmexit_xapic_self_ipi_{_t}", f"self_ipi_{_t}", "-cpu host,-x2apic")):
         EXTRA_TESTS[_name] = {"file": "vmexit.flat", "test_args": _op,
-                              "qemu_params": _params, "timeout": "20"}
+                              "qemu_params": _params, "timeout": "10"}
 
 # Tests that drive I/O APIC lines through QEMU's pc-testdev (ports 0x2000 +
 # pin) whatever TEST_DEVICE says: both VMMs get the device for them
@@ -260,8 +262,10 @@ def command(vmm, test, image, env, cfg):
 
 
 SUBTEST = re.compile(r"^(PASS|FAIL|XPASS|XFAIL|SKIP): (.*)$")
-# vmexit.flat's "<operation> <cycles>" lines, tscdeadline_latency's samples
-CYCLES = re.compile(r"^\s*([a-z][a-z0-9_ ]*?) (\d+)$")
+# vmexit.flat's "<operation> <cycles>" lines, tscdeadline_latency's samples.
+# The self_ipi_* operations print x, the handler's count, where it is not 1
+# at the end of a round, on the line the operation's own comes to end.
+CYCLES = re.compile(r"^\s*\d*([a-z][a-z0-9_ ]*?) (\d+)$")
 LATENCY = re.compile(r"^latency: (\d+)$")
 
 
@@ -460,19 +464,28 @@ def run_here(cfg, names, tests, kut_src):
             env = env_file(t, tmp)
             for v in vmms:
                 res = run_one(v, t, image, env, cfg)
+                tries = 1
+                while (res.verdict == "TIMEOUT" and pinned_cpu(t, cfg) is not None and
+                       t.args.endswith("_sti_hlt") and tries < NESTED_HANG_TRIES):
+                    log(f"{n} on {v}: TIMEOUT ({res.seconds:.1f} s), the runner's lost "
+                        "STI shadow: again")
+                    res = run_one(v, t, image, env, cfg)
+                    tries += 1
                 results[n][v] = res
                 with open(os.path.join(log_dir, f"{n}.{v}.log"), "w") as f:
                     f.write(" ".join(shlex.quote(c) for c in command(v, t, image, env, cfg)))
                     cpu = pinned_cpu(t, cfg)
                     if cpu is not None:
                         f.write(f"\n# pinned to CPU {cpu}")
+                    if tries > 1:
+                        f.write(f"\n# run {tries} times, the earlier ones timed out")
                     f.write(f"\n# status {res.status}, {res.seconds:.1f} s\n")
                     f.write(res.output)
                     f.write("\n# the VMM's stderr\n")
                     f.write(res.stderr)
                 p, fl, s = res.counts()
                 log(f"{n} on {v}: {res.verdict} ({p} passed, {fl} failed, {s} skipped, "
-                    f"{res.seconds:.1f} s)")
+                    f"{res.seconds:.1f} s)" + (f", run {tries} times" if tries > 1 else ""))
     print_table(names, results, vmms)
     if cfg.inside and not cfg.log_dir:
         print("\nlogs: lost with the nested runner (give --log-dir to keep them)")
