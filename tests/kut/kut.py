@@ -13,7 +13,9 @@ x86/unittests.cfg for each chosen test (its file, smp, test_args or
 extra_params' -append, timeout) and runs it on each VMM, where there is a
 /dev/kvm, or else inside tests/nested/lull-nested (under flock on
 /tmp/lull-nested.lock: one emulated machine at a time), all tests in one
-runner boot.
+runner boot. There the runner's second CPU is tickless (nohz_full) and
+single-vCPU tests run pinned to it, and a test that hangs for the runner's
+own reasons is run again, at most twice (NESTED_KERNEL_ARGS says why).
 
 Both VMMs get the environment kvm-unit-tests' x86/run gives through
 -initrd (NR_CPUS, MEMSIZE, TEST_DEVICE=0: no pc-testdev) as the first
