@@ -92,6 +92,14 @@ static uint8_t serial_read(struct serial *s, uint16_t reg)
 	case UART_IER:
 		return dlab ? s->dlm : s->regs[UART_IER];
 	case UART_IIR:
+		if (s->thr_sending) {
+			/* the guest finds the FIFO still sending, which
+			 * empties just after */
+			s->thr_sending = false;
+			s->thre_pending = thr_empty(s);
+			return UART_IIR_NO_INT |
+			       (s->fifo_enabled ? UART_IIR_FIFO : 0);
+		}
 		id = interrupt_id(s);
 		if (id == UART_IIR_THRE)
 			s->thre_pending = false; /* reading it clears THRE */
@@ -127,12 +135,12 @@ static void serial_write(struct serial *s, uint16_t reg, uint8_t val)
 			break;
 		}
 		console_putc(s->console, val);
-		/* the FIFO is empty again once the console has written it
-		 * out (serial_console_room), at once where it has nowhere to
-		 * write it (closed) */
+		/* sending: the FIFO is empty once the console has sent it
+		 * (serial_console_room), or when the guest looks at IIR */
 		s->thre_pending = false;
-		s->thr_sending = !console_has_room(s->console, CONSOLE_RING_SIZE);
-		if (!s->thr_sending)
+		s->thr_sending = (s->regs[UART_IER] & UART_IER_ETBEI) &&
+				 !console_sent_all(s->console);
+		if (!s->thr_sending && (s->regs[UART_IER] & UART_IER_ETBEI))
 			s->thre_pending = thr_empty(s);
 		break;
 	case UART_IER:
@@ -190,11 +198,10 @@ void serial_console_room(void *serial)
 		if (s->regs[UART_IER] & UART_IER_ETBEI)
 			s->thre_pending = true;
 	}
-	if (s->thr_sending &&
-	    console_has_room(s->console, CONSOLE_RING_SIZE)) {
+	if (s->thr_sending && console_sent_all(s->console)) {
 		s->thr_sending = false;
 		if (s->regs[UART_IER] & UART_IER_ETBEI)
-			s->thre_pending = true;
+			s->thre_pending = thr_empty(s);
 	}
 	update_line(s);
 	pthread_mutex_unlock(&s->lock);

@@ -10,12 +10,15 @@
  * THR empty, modem status, in IIR's priority order) only "THR empty" ever
  * happens here: no byte is received, no line error or modem change occurs.
  * It is pending while IER.ETBEI is set once the THR has emptied: when
- * ETBEI goes 0->1 with the THR empty, and after THR writes once the console
- * has written every byte out, as a real FIFO empties only once it has sent
- * them. An interrupt-driven driver thus sends a FIFO's worth per interrupt
- * and returns; raised again at once, Linux's 8250 handler would loop with
- * interrupts off for up to 512 FIFOs, a stall of its own. Reading IIR
- * while it names THRE, writing THR, or clearing ETBEI clears it. The interrupt
+ * ETBEI goes 0->1 with the THR empty, when the console's ring has room
+ * again after it was full, and after THR writes as a FIFO empties: once
+ * the console has written the bytes out, or if the guest looks at IIR
+ * before that, just after: it finds the FIFO still sending. A handler thus
+ * sends a FIFO's worth, finds no interrupt pending, returns, and is called
+ * again; raised at every write, Linux's 8250 handler would loop with
+ * interrupts off for up to 512 FIFOs, keeping every other interrupt out.
+ * Reading IIR while it names THRE, writing THR, or clearing ETBEI clears
+ * it. The interrupt
  * output reaches the line (the irq callback, ISA IRQ 4 on a PC) only while
  * MCR.OUT2 is set, as on every PC; MCR loopback disconnects it.
  *
@@ -43,7 +46,9 @@ struct serial {
 	bool fifo_enabled; /* FCR bit 0: IIR's FIFO bits */
 	bool thre_pending; /* the "THR empty" interrupt */
 	bool thr_busy; /* seen busy since it last emptied */
-	bool thr_sending; /* written to: THRE once the console has sent it */
+	/* written to with ETBEI set: THRE once the console has sent the
+	 * bytes, or just after the guest's next IIR read */
+	bool thr_sending;
 	bool line; /* the interrupt line as last driven */
 	struct console *console;
 	serial_irq_fn *irq;
@@ -56,8 +61,7 @@ void serial_init(struct serial *s, struct console *console);
 void serial_set_irq(struct serial *s, serial_irq_fn *irq, void *opaque);
 /* One byte at COM1 + offset, from any vCPU thread. */
 void serial_io(struct serial *s, uint16_t offset, bool out, uint8_t *data);
-/* The console has room again, or has sent all it had (its room callback;
- * the console writer thread). */
+/* The console has room again (its room callback; console writer thread). */
 void serial_console_room(void *serial);
 
 #endif
