@@ -76,7 +76,8 @@ static void *console_writer(void *arg)
 			c->queued = 0;
 		} else {
 			/* close may have given up on these bytes meanwhile */
-			c->queued -= (size_t)n < c->queued ? (size_t)n : c->queued;
+			c->queued -=
+				(size_t)n < c->queued ? (size_t)n : c->queued;
 		}
 		if (!c->queued)
 			pthread_cond_broadcast(&c->drained);
@@ -125,8 +126,8 @@ int console_open(struct console *c, const char *path, uint64_t limit,
 		if (c->fd < 0) {
 			int e = errno;
 
-			snprintf(err, errlen,
-				 "cannot open console file %s: %s", path,
+			snprintf(err, errlen, "cannot open console file %s: %s",
+				 path,
 				 e == ENXIO ? "a FIFO with no reader" :
 					      strerror(e));
 			c->fd = -1;

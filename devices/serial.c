@@ -92,10 +92,17 @@ static uint8_t serial_read(struct serial *s, uint16_t reg)
 	case UART_IER:
 		return dlab ? s->dlm : s->regs[UART_IER];
 	case UART_IIR:
-		if (s->thr_sending) {
-			/* the guest finds the FIFO still sending, which
-			 * empties just after */
+		if (s->written_since_iir) {
+			/*
+			 * Right after its writes the guest finds the FIFO
+			 * still sending, and it empties just after: the line
+			 * falls and rises again, a new edge for a handler
+			 * that returns now.
+			 */
+			s->written_since_iir = false;
 			s->thr_sending = false;
+			s->thre_pending = false;
+			update_line(s);
 			s->thre_pending = thr_empty(s);
 			return UART_IIR_NO_INT |
 			       (s->fifo_enabled ? UART_IIR_FIFO : 0);
@@ -138,6 +145,7 @@ static void serial_write(struct serial *s, uint16_t reg, uint8_t val)
 		/* sending: the FIFO is empty once the console has sent it
 		 * (serial_console_room), or when the guest looks at IIR */
 		s->thre_pending = false;
+		s->written_since_iir = true;
 		s->thr_sending = (s->regs[UART_IER] & UART_IER_ETBEI) &&
 				 !console_sent_all(s->console);
 		if (!s->thr_sending && (s->regs[UART_IER] & UART_IER_ETBEI))

@@ -12,13 +12,14 @@
  * It is pending while IER.ETBEI is set once the THR has emptied: when
  * ETBEI goes 0->1 with the THR empty, when the console's ring has room
  * again after it was full, and after THR writes as a FIFO empties: once
- * the console has written the bytes out, or if the guest looks at IIR
- * before that, just after: it finds the FIFO still sending. A handler thus
- * sends a FIFO's worth, finds no interrupt pending, returns, and is called
- * again; raised at every write, Linux's 8250 handler would loop with
- * interrupts off for up to 512 FIFOs, keeping every other interrupt out.
- * Reading IIR while it names THRE, writing THR, or clearing ETBEI clears
- * it. The interrupt
+ * the console has written the bytes out, for a driver that writes and
+ * waits; and for one that looks at IIR right after its writes, just after
+ * that look, which finds the FIFO still sending (and the line falls and
+ * rises: a new edge). A handler thus sends a FIFO's worth, finds nothing
+ * pending, returns, and is called again; raised at every write, Linux's
+ * 8250 handler would loop with interrupts off for up to 512 FIFOs,
+ * keeping every other interrupt out. Reading IIR while it names THRE,
+ * writing THR, or clearing ETBEI clears it. The interrupt
  * output reaches the line (the irq callback, ISA IRQ 4 on a PC) only while
  * MCR.OUT2 is set, as on every PC; MCR loopback disconnects it.
  *
@@ -49,6 +50,7 @@ struct serial {
 	/* written to with ETBEI set: THRE once the console has sent the
 	 * bytes, or just after the guest's next IIR read */
 	bool thr_sending;
+	bool written_since_iir; /* the next IIR read finds it sending */
 	bool line; /* the interrupt line as last driven */
 	struct console *console;
 	serial_irq_fn *irq;
