@@ -206,20 +206,6 @@ bool console_has_room(struct console *c, size_t n)
 	return room;
 }
 
-bool console_sent_all(struct console *c)
-{
-	bool sent;
-
-	pthread_mutex_lock(&c->lock);
-	sent = c->closed || !c->queued;
-	if (!sent && c->room_wanted < CONSOLE_RING_SIZE) {
-		c->room_wanted = CONSOLE_RING_SIZE;
-		pthread_cond_signal(&c->more); /* not a whole line: wanted */
-	}
-	pthread_mutex_unlock(&c->lock);
-	return sent;
-}
-
 void console_set_room_callback(struct console *c, void (*room)(void *),
 			       void *opaque)
 {

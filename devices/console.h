@@ -78,10 +78,6 @@ void console_putc(struct console *c, uint8_t ch);
 /* Room for n more bytes in the ring (the UART's transmitter is free).
  * After a no, the room callback is called once there is room. */
 bool console_has_room(struct console *c, size_t n);
-/* Whether every byte queued has been written out (or dropped). After a
- * no, the writer is woken to write even a part of a line, and the room
- * callback is called once the ring is empty. */
-bool console_sent_all(struct console *c);
 /* Sets the callback (after console_open) that says the ring has room
  * again: the UART's "THR empty" interrupt. It runs on the writer thread
  * without the console lock, so it may take locks that are held around

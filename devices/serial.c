@@ -99,11 +99,12 @@ static uint8_t serial_read(struct serial *s, uint16_t reg)
 			 * falls and rises again, a new edge for a handler
 			 * that returns now.
 			 */
+			bool pending = s->thre_pending;
+
 			s->written_since_iir = false;
-			s->thr_sending = false;
 			s->thre_pending = false;
 			update_line(s);
-			s->thre_pending = thr_empty(s);
+			s->thre_pending = pending;
 			return UART_IIR_NO_INT |
 			       (s->fifo_enabled ? UART_IIR_FIFO : 0);
 		}
@@ -142,14 +143,11 @@ static void serial_write(struct serial *s, uint16_t reg, uint8_t val)
 			break;
 		}
 		console_putc(s->console, val);
-		/* sending: the FIFO is empty once the console has sent it
-		 * (serial_console_room), or when the guest looks at IIR */
-		s->thre_pending = false;
-		s->written_since_iir = true;
-		s->thr_sending = (s->regs[UART_IER] & UART_IER_ETBEI) &&
-				 !console_sent_all(s->console);
-		if (!s->thr_sending && (s->regs[UART_IER] & UART_IER_ETBEI))
-			s->thre_pending = thr_empty(s);
+		/* sent at once: the THR is empty again if the ring has room,
+		 * else once it has (serial_console_room) */
+		s->thre_pending = thr_empty(s);
+		if (s->regs[UART_IER] & UART_IER_ETBEI)
+			s->written_since_iir = true;
 		break;
 	case UART_IER:
 		if (dlab)
@@ -205,11 +203,6 @@ void serial_console_room(void *serial)
 		s->thr_busy = false;
 		if (s->regs[UART_IER] & UART_IER_ETBEI)
 			s->thre_pending = true;
-	}
-	if (s->thr_sending && console_sent_all(s->console)) {
-		s->thr_sending = false;
-		if (s->regs[UART_IER] & UART_IER_ETBEI)
-			s->thre_pending = thr_empty(s);
 	}
 	update_line(s);
 	pthread_mutex_unlock(&s->lock);

@@ -10,16 +10,15 @@
  * THR empty, modem status, in IIR's priority order) only "THR empty" ever
  * happens here: no byte is received, no line error or modem change occurs.
  * It is pending while IER.ETBEI is set once the THR has emptied: when
- * ETBEI goes 0->1 with the THR empty, when the console's ring has room
- * again after it was full, and after THR writes as a FIFO empties: once
- * the console has written the bytes out, for a driver that writes and
- * waits; and for one that looks at IIR right after its writes, just after
- * that look, which finds the FIFO still sending (and the line falls and
- * rises: a new edge). A handler thus sends a FIFO's worth, finds nothing
- * pending, returns, and is called again; raised at every write, Linux's
- * 8250 handler would loop with interrupts off for up to 512 FIFOs,
- * keeping every other interrupt out. Reading IIR while it names THRE,
- * writing THR, or clearing ETBEI clears it. The interrupt
+ * ETBEI goes 0->1 with the THR empty, when a THR write leaves room, when
+ * the console's ring has room again after it was full. But the first IIR
+ * read after THR writes (ETBEI set) finds the FIFO still sending: no
+ * interrupt, and the line falls and rises, a new edge for the next call.
+ * A handler thus sends a FIFO's worth, finds nothing pending, returns and
+ * is called again; finding THRE at once, Linux's 8250 handler would loop
+ * with interrupts off for up to 512 FIFOs, keeping every other interrupt
+ * out. Reading IIR while it names THRE, writing THR, or clearing ETBEI
+ * clears it. The interrupt
  * output reaches the line (the irq callback, ISA IRQ 4 on a PC) only while
  * MCR.OUT2 is set, as on every PC; MCR loopback disconnects it.
  *
@@ -47,10 +46,8 @@ struct serial {
 	bool fifo_enabled; /* FCR bit 0: IIR's FIFO bits */
 	bool thre_pending; /* the "THR empty" interrupt */
 	bool thr_busy; /* seen busy since it last emptied */
-	/* written to with ETBEI set: THRE once the console has sent the
-	 * bytes, or just after the guest's next IIR read */
-	bool thr_sending;
-	bool written_since_iir; /* the next IIR read finds it sending */
+	/* written to with ETBEI set: the next IIR read finds it sending */
+	bool written_since_iir;
 	bool line; /* the interrupt line as last driven */
 	struct console *console;
 	serial_irq_fn *irq;
