@@ -307,8 +307,8 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 			continue;
 		}
 		lateness_mark(&v->stats.late, LATE_PHASE_IDLE, clock_now_ns());
+		/* the catch-up at the loop's top marks the wake */
 		r = idle_sleep(&v->idle, deadline);
-		lateness_mark(&v->stats.late, LATE_PHASE_VMM, clock_now_ns());
 		atomic_store(&v->state, VCPU_IN_VMM);
 		v->stats.host_wakeups++;
 		if (r < 0) {
