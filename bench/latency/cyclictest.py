@@ -97,8 +97,11 @@ PANIC = "Kernel panic - not syncing"
 HIST_ROW = re.compile(r"^(\d{6})\s+(\d+(?:\s+\d+)*)\s*$")
 # lull-init's packed rows: "hist 123:0,2 130:1,0 ..."
 HIST_PACKED = re.compile(r"^hist((?:\s+\d+:\d+(?:,\d+)*)+)\s*$")
+# the figures, one per thread: the kernel's own console lines may cut in
+# ("# Max Latencies: 34068 [   44.27] ACPI: ..."), and what follows the
+# cut is lost to this line
 SUMMARY = re.compile(r"^# (Total|Min Latencies|Avg Latencies|Max Latencies|Histogram Overflows):"
-                     r"\s*(.*)$")
+                     r"((?:\s+\d+)*)")
 OVERFLOW_AT = re.compile(r"^# Thread (\d+):\s*(.*)$")
 
 
@@ -296,7 +299,8 @@ def parse_output(console, hist_us):
         h = {b: c[t] for b, c in sorted(hist.items()) if t < len(c) and c[t]}
         threads.append(stats(h, one("Histogram Overflows") or 0, hist_us,
                              min_us=one("Min Latencies"), avg_us=one("Avg Latencies"),
-                             max_us=one("Max Latencies"), thread=t,
+                             max_us=(one("Max Latencies") if one("Max Latencies") is not None
+                                     else max(h, default=None)), thread=t,
                              overflow_cycles=overflow_at.get(t, [])))
     return threads
 
