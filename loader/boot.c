@@ -29,15 +29,17 @@
 #define KVM_LEAF_FEATURES (KVM_LEAVES_BASE | KVM_CPUID_FEATURES)
 
 /*
- * Of KVM's PV features, only those KVM serves all by itself, with no
- * in-kernel irqchip and nothing from lull (docs/abi.md says why each):
- * kvmclock through the MSR pair 0x4b564d00/01, with the per-record
- * "TSC stable" flag that KVM sets only while its master clock holds, and
- * no port 0x80 delays, since nothing behind lull's ports needs them.
+ * Of KVM's PV features, those KVM serves all by itself, with no in-kernel
+ * irqchip (docs/abi.md says why each): kvmclock through the MSR pair
+ * 0x4b564d00/01, with the per-record "TSC stable" flag that KVM sets only
+ * while its master clock holds, and no port 0x80 delays, since nothing
+ * behind lull's ports needs them; these only where this KVM offers them.
  */
 #define KVM_PV_OFFERED                                                         \
 	((1u << KVM_FEATURE_NOP_IO_DELAY) | (1u << KVM_FEATURE_CLOCKSOURCE2) | \
 	 (1u << KVM_FEATURE_CLOCKSOURCE_STABLE_BIT))
+/* ...and the one lull's APIC serves, where the VM has it: PV EOI. */
+#define KVM_PV_LULL_APIC (1u << KVM_FEATURE_PV_EOI)
 
 int boot_supported_cpuid(int kvm_fd, struct kvm_cpuid2 **out)
 {
@@ -86,7 +88,7 @@ static uint32_t kvm_pv_features(const struct kvm_cpuid2 *supported)
  * (KVM_HINTS_REALTIME would promise each vCPU a host CPU of its own).
  */
 static void kvm_leaves(struct kvm_cpuid_entry2 e[2],
-		       const struct kvm_cpuid2 *supported)
+		       const struct kvm_cpuid2 *supported, bool apic)
 {
 	static const char sig[12] = KVM_SIGNATURE;
 	uint32_t s[3];
@@ -95,7 +97,9 @@ static void kvm_leaves(struct kvm_cpuid_entry2 e[2],
 	lull_leaf(&e[0], KVM_LEAF_SIGNATURE, KVM_LEAF_FEATURES, s[0], s[1],
 		  s[2]);
 	lull_leaf(&e[1], KVM_LEAF_FEATURES,
-		  kvm_pv_features(supported) & KVM_PV_OFFERED, 0, 0, 0);
+		  (kvm_pv_features(supported) & KVM_PV_OFFERED) |
+			  (apic ? KVM_PV_LULL_APIC : 0),
+		  0, 0, 0);
 }
 
 static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
@@ -158,7 +162,7 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 	lull_leaf(&c->entries[n++], LULL_CPUID_TIMING, LULL_ABI_VERSION,
 		  (uint32_t)LULL_PERIOD_FLOOR_NS, leaves->missed_ticks,
 		  leaves->timer_mode);
-	kvm_leaves(&c->entries[n], supported);
+	kvm_leaves(&c->entries[n], supported, apic);
 	n += 2;
 	c->nent = n;
 	return c;

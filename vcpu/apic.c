@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <asm/kvm_para.h>
 #include <errno.h>
 #include <string.h>
 
@@ -74,7 +75,8 @@ uint32_t apic_raise(struct apic *a, uint8_t vector, uint32_t times,
 	 * for now: time it as hard, from this expiry, or --stats would lose
 	 * the lateness of every hard timer that coincides with another.
 	 */
-	if (owed && src == APIC_SRC_HARD && a->source[vector] != APIC_SRC_HARD) {
+	if (owed && src == APIC_SRC_HARD &&
+	    a->source[vector] != APIC_SRC_HARD) {
 		a->source[vector] = APIC_SRC_HARD;
 		a->since[vector] = since;
 	}
@@ -149,6 +151,79 @@ static void eoi(struct vcpu *v)
 	a->isr[vector / 64] &= ~bit;
 	if ((a->tmr[vector / 64] & bit) && v->ops->level_eoi)
 		v->ops->level_eoi(v, (uint8_t)vector);
+}
+
+/* ---- PV EOI ---- */
+
+/*
+ * Whether the EOI that comes next can only retire the one vector in
+ * service with nothing waiting behind it, as KVM decides it: any raise
+ * pending, or more than one vector in service, wants the EOI's exit, so
+ * that what it lets through is delivered at once; a level-triggered one
+ * has an I/O APIC waiting for its EOI.
+ */
+static bool pv_eoi_may_skip_exit(const struct apic *a)
+{
+	unsigned in_service = 0;
+	int vector = highest(a->isr);
+
+	for (unsigned w = 0; w < 4; w++) {
+		if (a->irr[w])
+			return false;
+		in_service += (unsigned)__builtin_popcountll(a->isr[w]);
+	}
+	return in_service == 1 &&
+	       !(a->tmr[vector / 64] & (1ull << (vector % 64)));
+}
+
+void apic_pv_eoi_offer(struct vcpu *v)
+{
+	struct apic *a = &v->apic;
+
+	if (!a->pv_eoi_flag || !pv_eoi_may_skip_exit(a))
+		return;
+	/* guest memory: other vCPUs may touch it, never tear it */
+	__atomic_store_n(a->pv_eoi_flag, KVM_PV_EOI_ENABLED, __ATOMIC_RELAXED);
+	a->pv_eoi_offered = true;
+}
+
+void apic_pv_eoi_collect(struct vcpu *v)
+{
+	struct apic *a = &v->apic;
+
+	if (!a->pv_eoi_offered)
+		return;
+	a->pv_eoi_offered = false;
+	if (__atomic_load_n(a->pv_eoi_flag, __ATOMIC_RELAXED) &
+	    KVM_PV_EOI_ENABLED) {
+		__atomic_store_n(a->pv_eoi_flag, KVM_PV_EOI_DISABLED,
+				 __ATOMIC_RELAXED);
+		return;
+	}
+	a->pv_eois++;
+	eoi(v);
+}
+
+/*
+ * MSR_KVM_PV_EOI_EN: bit 0 enables, the rest is the flag's guest-physical
+ * address, 4-byte aligned, as KVM takes it. A flag outside RAM is a #GP.
+ */
+static int write_pv_eoi(struct vcpu *v, uint64_t value)
+{
+	struct apic *a = &v->apic;
+	uint64_t gpa = value & ~(uint64_t)KVM_MSR_ENABLED;
+	uint8_t *flag = NULL;
+
+	if (gpa % 4)
+		return -EPERM;
+	if (value & KVM_MSR_ENABLED) {
+		flag = v->ops->guest_ram ? v->ops->guest_ram(v, gpa, 1) : NULL;
+		if (!flag)
+			return -EPERM;
+	}
+	a->pv_eoi_msr = value;
+	a->pv_eoi_flag = flag;
+	return 0;
 }
 
 /* An error the APIC detected: latched for the next ESR write, and
@@ -233,10 +308,9 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 	}
 	switch (timer_mode(a)) {
 	case APIC_TIMER_PERIODIC: {
-		struct periodic_catch_up c =
-			periodic_catch_up(a->missed_policy, expiry,
-					  a->timer_period_ns, a->max_defer_ns,
-					  now);
+		struct periodic_catch_up c = periodic_catch_up(
+			a->missed_policy, expiry, a->timer_period_ns,
+			a->max_defer_ns, now);
 
 		vcpu_count_catch_up(v, &c);
 		deliver = c.deliver;
@@ -249,7 +323,8 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 	default:
 		break; /* one-shot: the current count reads 0 from now on */
 	}
-	if (deliver && !(entry & APIC_LVT_MASKED) && local_vector(a, entry & 0xff))
+	if (deliver && !(entry & APIC_LVT_MASKED) &&
+	    local_vector(a, entry & 0xff))
 		vcpu_raise_timer(v, (uint8_t)entry, (uint32_t)deliver,
 				 a->missed_policy == LULL_MISSED_ALL, deferred,
 				 expiry);
@@ -332,8 +407,7 @@ static void write_lvt(struct vcpu *v, unsigned reg, uint32_t value)
 	/* a software-disabled APIC keeps every LVT masked */
 	if (!(a->svr & APIC_SVR_ENABLE))
 		value |= APIC_LVT_MASKED;
-	if (reg == APIC_LVT_TIMER &&
-	    ((value ^ *entry) & (3u << 17))) {
+	if (reg == APIC_LVT_TIMER && ((value ^ *entry) & (3u << 17))) {
 		/* a new mode starts disarmed, as KVM's does */
 		timer_stop(v);
 		a->timer_initial = 0;
@@ -413,9 +487,13 @@ void apic_init(struct vcpu *v, bool bsp)
 	reset_registers(v);
 }
 
+/* INIT turns PV EOI off, as on KVM: the guest enables it anew. */
 void apic_init_reset(struct vcpu *v)
 {
 	reset_registers(v);
+	v->apic.pv_eoi_msr = 0;
+	v->apic.pv_eoi_flag = NULL;
+	v->apic.pv_eoi_offered = false;
 }
 
 /* ---- IPIs ---- */
@@ -615,7 +693,8 @@ static int write_reg(struct vcpu *v, unsigned reg, uint64_t value)
 			a->icr = value & ~(1ull << 12); /* never "pending" */
 			send_ipi(v, a->icr, (uint32_t)(value >> 32));
 		} else {
-			a->icr = (a->icr & ~0xffffffffull) | (low & ~(1u << 12));
+			a->icr =
+				(a->icr & ~0xffffffffull) | (low & ~(1u << 12));
 			send_ipi(v, a->icr, (uint32_t)(a->icr >> 56));
 		}
 		return 0;
@@ -697,6 +776,10 @@ int apic_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
 				 0;
 		return 0;
 	}
+	if (msr == MSR_KVM_PV_EOI_EN) {
+		*value = a->pv_eoi_msr;
+		return 0;
+	}
 	if (msr < MSR_X2APIC_FIRST || msr > MSR_X2APIC_LAST)
 		return -ENOENT;
 	if (!x2apic_mode(a) || msr - MSR_X2APIC_FIRST == APIC_ICR2)
@@ -712,6 +795,8 @@ int apic_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
 		set_tsc_deadline(v, value);
 		return 0;
 	}
+	if (msr == MSR_KVM_PV_EOI_EN)
+		return write_pv_eoi(v, value);
 	if (msr < MSR_X2APIC_FIRST || msr > MSR_X2APIC_LAST)
 		return -ENOENT;
 	if (!x2apic_mode(&v->apic))
@@ -729,7 +814,8 @@ bool apic_mmio(struct vcpu *v, uint64_t gpa, bool write, unsigned len,
 {
 	struct apic *a = &v->apic;
 	uint64_t base = atomic_load(&a->base);
-	uint64_t page = base & ~(uint64_t)(APIC_PAGE_SIZE - 1) & ((1ull << 52) - 1);
+	uint64_t page =
+		base & ~(uint64_t)(APIC_PAGE_SIZE - 1) & ((1ull << 52) - 1);
 	uint64_t offset = gpa - page, value = 0;
 	unsigned reg = (unsigned)(offset >> 4);
 

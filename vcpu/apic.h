@@ -27,6 +27,14 @@
  * halted at most until the first multiple of B - B/16 on CLOCK_MONOTONIC
  * at or after its expiry (apic_set_timer_policy).
  *
+ * PV EOI (KVM's MSR_KVM_PV_EOI_EN, which the VM routes here): the guest
+ * names a flag in its memory, and where an EOI would only retire the one
+ * vector in service, with nothing waiting behind it, the APIC sets the flag
+ * as the guest enters; the guest then clears the flag instead of writing
+ * EOI, an exit saved per interrupt, and the APIC finds the EOI done at the
+ * next exit. A level-triggered vector in service is never offered: its
+ * EOI must reach the I/O APIC at once.
+ *
  * Everything here runs on the vCPU's own thread, except apic_accepts(),
  * which other vCPUs call to route their IPIs.
  */
@@ -85,6 +93,14 @@ struct apic {
 	 * it): an exit of its own, and of those on a halted vCPU, a host
 	 * wakeup of its own */
 	uint64_t timer_rearmed, timer_rearmed_halted;
+
+	/* PV EOI: MSR_KVM_PV_EOI_EN as written, the flag byte it names in
+	 * guest RAM (NULL while off), whether the flag was set at the last
+	 * entry, and the EOIs the guest made through it */
+	uint64_t pv_eoi_msr;
+	uint8_t *pv_eoi_flag;
+	bool pv_eoi_offered;
+	uint64_t pv_eois;
 };
 
 struct vcpu;
@@ -130,10 +146,18 @@ void apic_set_cr8(struct apic *a, uint8_t cr8);
 
 /*
  * MSR access: 0 done, -EPERM for a #GP, -ENOENT if the MSR is not the
- * APIC's (IA32_APIC_BASE, IA32_TSC_DEADLINE, 0x800-0x8ff are).
+ * APIC's (IA32_APIC_BASE, IA32_TSC_DEADLINE, 0x800-0x8ff and
+ * MSR_KVM_PV_EOI_EN are).
  */
 int apic_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value);
 int apic_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value);
+/* Just before KVM_RUN: sets the guest's PV EOI flag where its next EOI
+ * may skip the exit. */
+void apic_pv_eoi_offer(struct vcpu *v);
+/* Just after KVM_RUN returns, before anything reads the ISR: a flag the
+ * guest cleared is its EOI; one it left set is taken back. */
+void apic_pv_eoi_collect(struct vcpu *v);
+
 /* xAPIC MMIO: true if gpa is this vCPU's APIC page in xAPIC mode (then
  * the access is done). */
 bool apic_mmio(struct vcpu *v, uint64_t gpa, bool write, unsigned len,

@@ -338,7 +338,8 @@ static void tell_kvm_apic_base(struct vcpu *v, uint64_t value)
 	msrs.head.entries[0].index = MSR_IA32_APIC_BASE;
 	msrs.head.entries[0].data = value;
 	if (ioctl(v->fd, KVM_SET_MSRS, &msrs.head) != 1)
-		fatal(v, "KVM refused IA32_APIC_BASE 0x%llx that lull's APIC took",
+		fatal(v,
+		      "KVM refused IA32_APIC_BASE 0x%llx that lull's APIC took",
 		      (unsigned long long)value);
 }
 
@@ -541,9 +542,11 @@ static void *vcpu_thread(void *arg)
 			atomic_store(&v->state, VCPU_IN_VMM);
 			continue;
 		}
+		apic_pv_eoi_offer(v);
 		lateness_mark(&v->stats.late, LATE_PHASE_GUEST, clock_now_ns());
 		r = ioctl(v->fd, KVM_RUN, 0);
 		lateness_mark(&v->stats.late, LATE_PHASE_VMM, clock_now_ns());
+		apic_pv_eoi_collect(v);
 		atomic_store(&v->state, VCPU_IN_VMM);
 		v->stats.exits++;
 		if (r < 0) {

@@ -55,8 +55,7 @@ struct vcpu_ops {
 		     uint8_t *data);
 	/* An MSR that is not the APIC's and that KVM would not handle:
 	 * false makes the access a #GP. */
-	bool (*msr)(struct vcpu *v, uint32_t index, bool write,
-		    uint64_t *data);
+	bool (*msr)(struct vcpu *v, uint32_t index, bool write, uint64_t *data);
 	/* An IPI from this vCPU's APIC to its destinations (the VM knows
 	 * the other vCPUs; the self shorthand never gets here). */
 	void (*ipi)(struct vcpu *v, const struct apic_ipi *ipi);
@@ -68,6 +67,8 @@ struct vcpu_ops {
 	 * 0 if it would now (pvclock_tsc_to_ns). While `halted` it stays
 	 * out until then, where KVM may hold its TSC still. */
 	uint64_t (*tsc_to_ns)(struct vcpu *v, uint64_t tsc);
+	/* Guest RAM at [gpa, gpa + len), or NULL where it is not all RAM. */
+	void *(*guest_ram)(struct vcpu *v, uint64_t gpa, uint64_t len);
 	/* Called on every return to the VMM before timers run. */
 	void (*resync)(struct vcpu *v, uint64_t now);
 	/* Called on the vCPU's thread once it is set up, before the guest

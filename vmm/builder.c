@@ -5,6 +5,7 @@
  * their entry state. Everything that can fail before the guest runs fails
  * here, with one sentence in vm->error; running it is vm.c's.
  */
+#include <asm/kvm_para.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -185,8 +186,8 @@ static int load_kernel(struct vm *vm, const void *file, size_t size,
 		r = pvh_load_elf(file, size, vm->ram, vm->ram_size, &img, err,
 				 err_len);
 		if (r < 0 && multiboot)
-			r = load_multiboot(file, size, vm->ram, vm->ram_size,
-					   g, err, err_len);
+			r = load_multiboot(file, size, vm->ram, vm->ram_size, g,
+					   err, err_len);
 		else if (r == 0) {
 			g->protocol = BOOT_PVH;
 			g->entry = img.entry;
@@ -196,18 +197,20 @@ static int load_kernel(struct vm *vm, const void *file, size_t size,
 		}
 		if (r < 0)
 			return -LULL_EXIT_BAD_GUEST;
-		return g->protocol == BOOT_MULTIBOOT ? multiboot_cmdline(vm, g) :
-						       0;
+		return g->protocol == BOOT_MULTIBOOT ?
+			       multiboot_cmdline(vm, g) :
+			       0;
 	}
 	if (!bzimage_detect(file, size)) {
 		if (multiboot) {
-			r = load_multiboot(file, size, vm->ram, vm->ram_size,
-					   g, err, err_len);
+			r = load_multiboot(file, size, vm->ram, vm->ram_size, g,
+					   err, err_len);
 			return r < 0 ? r : multiboot_cmdline(vm, g);
 		}
-		snprintf(err, err_len,
-			 "not a PVH ELF, a multiboot kernel or a bzImage: no ELF magic, no multiboot header in the first %u bytes, and no boot flag 0xAA55 with \"HdrS\" at 0x1fe",
-			 MULTIBOOT_SEARCH_END);
+		snprintf(
+			err, err_len,
+			"not a PVH ELF, a multiboot kernel or a bzImage: no ELF magic, no multiboot header in the first %u bytes, and no boot flag 0xAA55 with \"HdrS\" at 0x1fe",
+			MULTIBOOT_SEARCH_END);
 		return -LULL_EXIT_BAD_GUEST;
 	}
 	r = bzimage_load(file, size, vm->ram, vm->ram_size, &g->bz, err,
@@ -319,10 +322,9 @@ static int write_boot_info(struct vm *vm, const struct loaded_guest *g,
 						 g->initrd_size, (uint64_t)rsdp,
 						 err, sizeof(err));
 	} else if (g->protocol == BOOT_MULTIBOOT) {
-		info = multiboot_write_info(vm->ram, vm->ram_size, g->cmdline,
-					    g->initrd_addr, g->initrd_size,
-					    vm->cfg.initrd_path, err,
-					    sizeof(err));
+		info = multiboot_write_info(
+			vm->ram, vm->ram_size, g->cmdline, g->initrd_addr,
+			g->initrd_size, vm->cfg.initrd_path, err, sizeof(err));
 	} else {
 		info = pvh_write_start_info(vm->ram, vm->ram_size, g->cmdline,
 					    (uint64_t)rsdp, err, sizeof(err));
@@ -347,9 +349,9 @@ static int write_boot_info(struct vm *vm, const struct loaded_guest *g,
 
 /*
  * The local APIC's MSRs come to lull (vcpu/apic.h): IA32_APIC_BASE,
- * IA32_TSC_DEADLINE and the x2APIC range through a filter (KVM without
- * an APIC of its own would otherwise take them: it quietly drops
- * TSC-deadline writes), and every access KVM would fault as an exit too,
+ * IA32_TSC_DEADLINE, the x2APIC range and PV EOI's through a filter (KVM
+ * without an APIC of its own would otherwise take them: it quietly drops
+ * TSC-deadline writes, and keeps a PV EOI address it never reads), and every access KVM would fault as an exit too,
  * since some KVMs never filter the x2APIC range and fault it instead.
  * A KVM without user-space MSR exits leaves the VM without an APIC.
  */
@@ -372,6 +374,8 @@ static int route_msrs(struct vm *vm)
 			{ KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE,
 			  MSR_X2APIC_LAST - MSR_X2APIC_FIRST + 1,
 			  MSR_X2APIC_FIRST, deny },
+			{ KVM_MSR_FILTER_READ | KVM_MSR_FILTER_WRITE, 1,
+			  MSR_KVM_PV_EOI_EN, deny },
 		},
 	};
 	int r = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION,

@@ -163,8 +163,7 @@ static const struct port_range port_map[] = {
 
 /* One access (of a string instruction's count); returns who took it. */
 static enum io_class dispatch_port(struct vcpu *v, uint16_t port, bool out,
-				   unsigned size, unsigned count,
-				   uint8_t *data)
+				   unsigned size, unsigned count, uint8_t *data)
 {
 	const struct port_access a = { port, out, size, count, data };
 	struct vm *vm = vcpu_vm(v);
@@ -215,8 +214,8 @@ static bool first_sighting(struct unclaimed *u, uint64_t key)
 /* The device map, MMIO side: as the port side, rows of platform.h. */
 struct mmio_range {
 	uint64_t base, len;
-	void (*handle)(struct vm *vm, uint64_t offset, bool write,
-		       unsigned len, uint8_t *data);
+	void (*handle)(struct vm *vm, uint64_t offset, bool write, unsigned len,
+		       uint8_t *data);
 };
 
 static void ioapic_page(struct vm *vm, uint64_t offset, bool write,
@@ -294,8 +293,7 @@ static void ipi(struct vcpu *v, const struct apic_ipi *ipi)
 	if (!route_to_vcpus(vm, v, ipi)) {
 		atomic_fetch_add_explicit(&vm->unclaimed.ipi, 1,
 					  memory_order_relaxed);
-		if (first_sighting(&vm->unclaimed,
-				   IPI_KEY | ipi->mode))
+		if (first_sighting(&vm->unclaimed, IPI_KEY | ipi->mode))
 			fprintf(stderr,
 				"lull: vcpu %u: IPI delivery mode %u is not supported: dropped; further ones are only counted\n",
 				v->index, ipi->mode);
@@ -324,6 +322,11 @@ static void level_eoi(struct vcpu *v, uint8_t vector)
 	ioapic_eoi(&vcpu_vm(v)->ioapic, vector);
 }
 
+static void *guest_ram(struct vcpu *v, uint64_t gpa, uint64_t len)
+{
+	return vm_gpa_to_hva(vcpu_vm(v), gpa, len);
+}
+
 static uint64_t tsc_to_ns(struct vcpu *v, uint64_t tsc)
 {
 	return pvclock_tsc_to_ns(&cpu_of(v)->pv.clock, v->fd, tsc, v->halted);
@@ -338,8 +341,7 @@ static int confine(struct vcpu *v)
 {
 	char err[160];
 	int r = sandbox_enter_vcpu(v->index, v->fd, idle_ring_fd(&v->idle),
-				   v->stats.late.sched_fd, err,
-				   sizeof(err));
+				   v->stats.late.sched_fd, err, sizeof(err));
 
 	if (r < 0)
 		vm_request_stop(vcpu_vm(v), VM_STOP_HOST, LULL_EXIT_HOST, err);
@@ -361,6 +363,7 @@ const struct vcpu_ops vm_vcpu_ops = {
 	.msr = msr,
 	.ipi = ipi,
 	.level_eoi = level_eoi,
+	.guest_ram = guest_ram,
 	.tsc_to_ns = tsc_to_ns,
 	.resync = resync,
 	.confine = confine,

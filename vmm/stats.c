@@ -105,8 +105,9 @@ static void counts_json(FILE *f, const char *name, const uint64_t *count,
 
 static void late_event_json(FILE *f, const struct late_event *e)
 {
-	fprintf(f, "{\"vector\": %u, \"expiry_ns\": %lu, \"late_ns\": %lu, "
-		   "\"cause\": \"%s\"",
+	fprintf(f,
+		"{\"vector\": %u, \"expiry_ns\": %lu, \"late_ns\": %lu, "
+		"\"cause\": \"%s\"",
 		e->vector, e->expiry, e->late_ns,
 		late_cause_names[e->main_cause]);
 	for (unsigned c = 0; c < LATE_CAUSES; c++)
@@ -151,7 +152,7 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 		"\"timers_fired_hard\": %lu, \"timers_fired_deferred\": %lu, "
 		"\"apic_timer_fired\": %lu, \"apic_timer_deferred\": %lu, "
 		"\"apic_timer_aligned\": %lu, \"apic_timer_rearmed\": %lu, "
-		"\"apic_timer_rearmed_halted\": %lu, "
+		"\"apic_timer_rearmed_halted\": %lu, \"apic_pv_eois\": %lu, "
 		"\"ticks_late\": %lu, \"ticks_late_delivered\": %lu, "
 		"\"kicks\": %lu, \"kernel_voluntary_switches\": %lu, "
 		"\"pvclock_rate_ppm\": %s, \"pvclock_steps\": %lu, ",
@@ -159,7 +160,7 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 		s->timers_fired_hard, s->timers_fired_deferred,
 		v->apic.timer_fired, v->apic.timer_deferred,
 		v->apic.timer_aligned, v->apic.timer_rearmed,
-		v->apic.timer_rearmed_halted, s->ticks_late,
+		v->apic.timer_rearmed_halted, v->apic.pv_eois, s->ticks_late,
 		s->ticks_late_delivered, s->kicks_received,
 		s->kernel_voluntary_switches, rate, clock->steps);
 	counts_json(f, "exits_by_reason", s->exits_by_kind, exit_kind_names,
@@ -227,7 +228,7 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		"  \"tsc_stable\": %s,\n  \"tsc_held\": %s,\n"
 		"  \"mem_merge\": %s,\n",
 		vm->cfg.timer_mode == LULL_MODE_STRICT ? "strict" :
-							  "deferrable",
+							 "deferrable",
 		missed_names[vm->cfg.missed_ticks % 3], vm->cfg.slop_ns,
 		vm->ram_size, vm->cfg.nr_vcpus,
 		vm->nr_cpus_made && vm->cpus[0].pv.clock.tsc_stable ? "true" :
@@ -242,8 +243,7 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		vm->end_ns - vm->start_ns, process_cpu_ns(),
 		first ? first - process_start_ns : 0, rss, guest,
 		rss > guest ? rss - guest : 0);
-	fprintf(f,
-		"  \"console_bytes\": %lu,\n  \"console_dropped\": %lu,\n",
+	fprintf(f, "  \"console_bytes\": %lu,\n  \"console_dropped\": %lu,\n",
 		vm->console.bytes, vm->console.dropped);
 	fprintf(f, "  \"hypercalls\": %lu,\n  \"hypercall_errors\": {",
 		(uint64_t)atomic_load(&vm->hc_calls));

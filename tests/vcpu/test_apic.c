@@ -4,6 +4,7 @@
  * both delivery regimes, registers through the MSR and MMIO paths, the
  * timer on the vCPU's wheel, and what an ICR write asks the VM to route.
  */
+#include <asm/kvm_para.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
@@ -32,7 +33,18 @@ static uint64_t tsc_is_ns(struct vcpu *v, uint64_t tsc)
 	return tsc > now ? tsc : 0;
 }
 
-static const struct vcpu_ops ops = { .ipi = route, .tsc_to_ns = tsc_is_ns };
+/* 4 KiB of guest RAM at gpa 0, for PV EOI's flag. */
+static uint8_t ram[4096];
+
+static void *guest_ram(struct vcpu *v, uint64_t gpa, uint64_t len)
+{
+	(void)v;
+	return gpa < sizeof(ram) && len <= sizeof(ram) - gpa ? ram + gpa : NULL;
+}
+
+static const struct vcpu_ops ops = { .ipi = route,
+				     .guest_ram = guest_ram,
+				     .tsc_to_ns = tsc_is_ns };
 static atomic_bool stop;
 static struct vcpu cpu; /* big: not on the stack */
 
@@ -82,7 +94,8 @@ Test(apic, reset_state_is_a_software_disabled_xapic)
 	cr_assert_eq(base, APIC_DEFAULT_BASE | APIC_BASE_EN | APIC_BASE_BSP);
 	fresh(3);
 	apic_rdmsr(v, MSR_IA32_APIC_BASE, &base);
-	cr_assert_eq(base, APIC_DEFAULT_BASE | APIC_BASE_EN, "only vCPU 0 is the BSP");
+	cr_assert_eq(base, APIC_DEFAULT_BASE | APIC_BASE_EN,
+		     "only vCPU 0 is the BSP");
 	cr_assert_eq(apic_rdmsr(v, MSR_X2APIC_FIRST + APIC_ID, &base), -EPERM,
 		     "x2APIC registers fault in xAPIC mode");
 	cr_assert_eq(v->apic.svr, 0xff);
@@ -98,8 +111,8 @@ Test(apic, x2apic_registers_and_access_rules)
 	cr_assert_eq(rd(v, APIC_ID), 5);
 	cr_assert_eq(rd(v, APIC_VERSION), APIC_VERSION_VALUE);
 	cr_assert_eq(rd(v, APIC_LDR), (0u << 16) | (1u << 5));
-	cr_assert_eq(apic_rdmsr(v, MSR_X2APIC_FIRST + APIC_EOI, &value),
-		     -EPERM, "EOI is write-only");
+	cr_assert_eq(apic_rdmsr(v, MSR_X2APIC_FIRST + APIC_EOI, &value), -EPERM,
+		     "EOI is write-only");
 	cr_assert_eq(apic_wrmsr(v, MSR_X2APIC_FIRST + APIC_VERSION, 0), -EPERM,
 		     "version is read-only");
 	cr_assert_eq(apic_wrmsr(v, MSR_X2APIC_FIRST + APIC_EOI, 1), -EPERM,
@@ -124,9 +137,10 @@ Test(apic, mode_changes_follow_the_sdm)
 		     "reserved bit");
 	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE, APIC_DEFAULT_BASE), 0,
 		     "x2APIC to disabled");
-	cr_assert_eq(apic_wrmsr(v, MSR_IA32_APIC_BASE,
-				APIC_DEFAULT_BASE | APIC_BASE_EN | APIC_BASE_EXTD),
-		     -EPERM, "disabled to x2APIC directly");
+	cr_assert_eq(
+		apic_wrmsr(v, MSR_IA32_APIC_BASE,
+			   APIC_DEFAULT_BASE | APIC_BASE_EN | APIC_BASE_EXTD),
+		-EPERM, "disabled to x2APIC directly");
 	cr_assert_eq(v->apic.svr, 0xff, "disabling reset the registers");
 }
 
@@ -215,7 +229,8 @@ Test(apic, priority_classes_tpr_and_eoi)
 	cr_assert_eq(rd(v, APIC_ISR + 2), 1u << (0x52 - 64));
 	cr_assert_eq(rd(v, APIC_PPR), 0x50);
 	apic_raise(a, 0x55, 1, false, APIC_SRC_IPI, 0);
-	cr_assert_eq(apic_deliverable(a), -1, "same class as the one in service");
+	cr_assert_eq(apic_deliverable(a), -1,
+		     "same class as the one in service");
 	apic_raise(a, 0x61, 1, false, APIC_SRC_IPI, 0);
 	cr_assert_eq(apic_deliverable(a), 0x61, "a higher class nests");
 	apic_delivered(a, 0x61);
@@ -230,6 +245,123 @@ Test(apic, priority_classes_tpr_and_eoi)
 	apic_set_cr8(a, 0);
 	cr_assert_eq(rd(v, APIC_TPR), 0, "CR8 is the TPR's high nibble");
 	cr_assert_eq(apic_deliverable(a), 0x41);
+}
+
+/* The guest's side of PV EOI: Linux's kvm_guest_apic_eoi_write. */
+static void guest_eoi(struct vcpu *v, uint64_t flag_gpa)
+{
+	if (ram[flag_gpa] & KVM_PV_EOI_ENABLED) {
+		ram[flag_gpa] &= (uint8_t)~KVM_PV_EOI_ENABLED;
+		return;
+	}
+	wr(v, APIC_EOI, 0);
+}
+
+static struct vcpu *pv_eoi_on(uint64_t flag_gpa)
+{
+	struct vcpu *v = x2apic_on(0);
+
+	memset(ram, 0, sizeof(ram));
+	cr_assert_eq(
+		apic_wrmsr(v, MSR_KVM_PV_EOI_EN, flag_gpa | KVM_MSR_ENABLED),
+		0);
+	return v;
+}
+
+/* One delivery of `vector`, then an entry, the guest's EOI, an exit. */
+static void deliver_and_eoi(struct vcpu *v, uint8_t vector, uint64_t flag)
+{
+	apic_raise(&v->apic, vector, 1, false, APIC_SRC_IPI, 0);
+	cr_assert_eq(apic_deliverable(&v->apic), vector);
+	apic_delivered(&v->apic, vector);
+	apic_pv_eoi_offer(v);
+	guest_eoi(v, flag);
+	apic_pv_eoi_collect(v);
+}
+
+Test(apic, pv_eoi_retires_the_lone_vector_without_an_exit)
+{
+	struct vcpu *v = pv_eoi_on(0x100);
+	uint64_t msr = 0;
+
+	cr_assert_eq(apic_rdmsr(v, MSR_KVM_PV_EOI_EN, &msr), 0);
+	cr_assert_eq(msr, 0x101);
+	deliver_and_eoi(v, 0x31, 0x100);
+	cr_assert_eq(v->apic.pv_eois, 1, "the flag was offered and cleared");
+	cr_assert_eq(rd(v, APIC_ISR + 1), 0, "0x31 retired at the exit");
+	cr_assert_eq(ram[0x100], 0);
+
+	/* an entry and exit before the guest's EOI takes the offer back */
+	apic_raise(&v->apic, 0x32, 1, false, APIC_SRC_IPI, 0);
+	apic_delivered(&v->apic, 0x32);
+	apic_pv_eoi_offer(v);
+	cr_assert_eq(ram[0x100], KVM_PV_EOI_ENABLED);
+	apic_pv_eoi_collect(v);
+	cr_assert_eq(ram[0x100], 0, "taken back");
+	cr_assert_eq(rd(v, APIC_ISR + 1), 1u << 0x12, "still in service");
+	apic_pv_eoi_offer(v);
+	guest_eoi(v, 0x100);
+	apic_pv_eoi_collect(v);
+	cr_assert_eq(rd(v, APIC_ISR + 1), 0);
+	cr_assert_eq(v->apic.pv_eois, 2);
+}
+
+Test(apic, pv_eoi_is_not_offered_where_the_eoi_must_exit)
+{
+	struct vcpu *v = pv_eoi_on(0x40);
+	struct apic *a = &v->apic;
+
+	/* something pending behind the one in service */
+	apic_raise(a, 0x31, 1, false, APIC_SRC_IPI, 0);
+	apic_delivered(a, 0x31);
+	apic_raise(a, 0x32, 1, false, APIC_SRC_IPI, 0);
+	apic_pv_eoi_offer(v);
+	cr_assert_eq(ram[0x40], 0, "0x32 waits for the EOI: it must exit");
+	apic_pv_eoi_collect(v);
+	wr(v, APIC_EOI, 0);
+	/* two in service (a nested interrupt) */
+	apic_delivered(a, 0x32);
+	apic_raise(a, 0x51, 1, false, APIC_SRC_IPI, 0);
+	apic_delivered(a, 0x51);
+	apic_pv_eoi_offer(v);
+	cr_assert_eq(ram[0x40], 0, "two vectors in service");
+	wr(v, APIC_EOI, 0);
+	wr(v, APIC_EOI, 0);
+	/* level-triggered: the I/O APIC waits for its EOI */
+	apic_raise(a, 0x61, 1, false, APIC_SRC_IPI, 0);
+	apic_set_trigger(a, 0x61, true);
+	apic_delivered(a, 0x61);
+	apic_pv_eoi_offer(v);
+	cr_assert_eq(ram[0x40], 0, "a level-triggered vector in service");
+	wr(v, APIC_EOI, 0);
+	cr_assert_eq(a->pv_eois, 0);
+}
+
+Test(apic, pv_eoi_msr_faults_outside_ram_and_ends_at_init)
+{
+	struct vcpu *v = pv_eoi_on(0x100);
+	uint64_t msr = 1;
+
+	cr_assert_eq(apic_wrmsr(v, MSR_KVM_PV_EOI_EN, 0x102 | KVM_MSR_ENABLED),
+		     -EPERM, "not 4-byte aligned");
+	cr_assert_eq(
+		apic_wrmsr(v, MSR_KVM_PV_EOI_EN, sizeof(ram) | KVM_MSR_ENABLED),
+		-EPERM, "outside RAM");
+	cr_assert_eq(apic_wrmsr(v, MSR_KVM_PV_EOI_EN, ~0ull), -EPERM);
+	cr_assert_eq(apic_rdmsr(v, MSR_KVM_PV_EOI_EN, &msr), 0);
+	cr_assert_eq(msr, 0x101, "a faulting write changes nothing");
+
+	cr_assert_eq(apic_wrmsr(v, MSR_KVM_PV_EOI_EN, 0x100), 0, "disabled");
+	apic_raise(&v->apic, 0x31, 1, false, APIC_SRC_IPI, 0);
+	apic_delivered(&v->apic, 0x31);
+	apic_pv_eoi_offer(v);
+	cr_assert_eq(ram[0x100], 0, "off: never offered");
+	wr(v, APIC_EOI, 0);
+
+	cr_assert_eq(apic_wrmsr(v, MSR_KVM_PV_EOI_EN, 0x101), 0);
+	apic_init_reset(v);
+	cr_assert_eq(apic_rdmsr(v, MSR_KVM_PV_EOI_EN, &msr), 0);
+	cr_assert_eq(msr, 0, "INIT turns it off");
 }
 
 Test(apic, one_shot_timer_lives_on_the_wheel)
@@ -370,8 +502,8 @@ Test(apic, the_timer_defers_to_the_grid_only_when_asked)
 	/* a deadline on the grid wakes the host at it */
 	expires = (clock_now_ns() / GRID_NS + 2) * GRID_NS;
 	apic_wrmsr(v, MSR_IA32_TSC_DEADLINE, expires);
-	cr_assert_eq(wheel_next_hard_expiry(&v->wheel), expires + 1024 - 1 -
-							 (expires + 1023) % 1024,
+	cr_assert_eq(wheel_next_hard_expiry(&v->wheel),
+		     expires + 1024 - 1 - (expires + 1023) % 1024,
 		     "a deadline on the grid is hard");
 }
 
@@ -427,7 +559,8 @@ Test(apic, tsc_deadline_past_zero_and_readback)
 	cr_assert_not(wheel_timer_pending(&a->timer), "0 disarms");
 	apic_wrmsr(v, MSR_IA32_TSC_DEADLINE, 1);
 	wheel_advance(&v->wheel, clock_now_ns() + 2048);
-	cr_assert_eq(apic_deliverable(a), 0xa0, "a past deadline fires at once");
+	cr_assert_eq(apic_deliverable(a), 0xa0,
+		     "a past deadline fires at once");
 	apic_rdmsr(v, MSR_IA32_TSC_DEADLINE, &value);
 	cr_assert_eq(value, 0, "and reads 0 after");
 	cr_assert_eq(rd(v, APIC_TIMER_CURRENT), 0);
@@ -477,7 +610,8 @@ Test(apic, icr_self_others_and_errors)
 Test(apic, nmi_ipi_is_posted_to_its_target)
 {
 	struct vcpu *v = x2apic_on(3);
-	struct apic_ipi nmi = { .x2apic = true, .dest = 3,
+	struct apic_ipi nmi = { .x2apic = true,
+				.dest = 3,
 				.mode = APIC_DM_NMI };
 
 	cr_assert(vcpu_send_ipi(NULL, v, &nmi));
@@ -546,7 +680,7 @@ Test(apic, xapic_mmio_reads_the_same_registers)
 				(uint8_t *)&value),
 		      "below the page is not the APIC's");
 	wr(x2apic_on(4), APIC_TPR, 0);
-	cr_assert_not(apic_mmio(v, APIC_DEFAULT_BASE, false, 4,
-				(uint8_t *)&value),
-		      "x2APIC mode has no MMIO page");
+	cr_assert_not(
+		apic_mmio(v, APIC_DEFAULT_BASE, false, 4, (uint8_t *)&value),
+		"x2APIC mode has no MMIO page");
 }
