@@ -88,7 +88,7 @@ static uint32_t kvm_pv_features(const struct kvm_cpuid2 *supported)
  * (KVM_HINTS_REALTIME would promise each vCPU a host CPU of its own).
  */
 static void kvm_leaves(struct kvm_cpuid_entry2 e[2],
-		       const struct kvm_cpuid2 *supported, bool apic)
+		       const struct kvm_cpuid2 *supported, bool pv_eoi)
 {
 	static const char sig[12] = KVM_SIGNATURE;
 	uint32_t s[3];
@@ -98,7 +98,7 @@ static void kvm_leaves(struct kvm_cpuid_entry2 e[2],
 		  s[2]);
 	lull_leaf(&e[1], KVM_LEAF_FEATURES,
 		  (kvm_pv_features(supported) & KVM_PV_OFFERED) |
-			  (apic ? KVM_PV_LULL_APIC : 0),
+			  (pv_eoi ? KVM_PV_LULL_APIC : 0),
 		  0, 0, 0);
 }
 
@@ -162,7 +162,7 @@ static struct kvm_cpuid2 *vcpu_cpuid(const struct kvm_cpuid2 *supported,
 	lull_leaf(&c->entries[n++], LULL_CPUID_TIMING, LULL_ABI_VERSION,
 		  (uint32_t)LULL_PERIOD_FLOOR_NS, leaves->missed_ticks,
 		  leaves->timer_mode);
-	kvm_leaves(&c->entries[n], supported, apic);
+	kvm_leaves(&c->entries[n], supported, apic && !leaves->no_pv_eoi);
 	n += 2;
 	c->nent = n;
 	return c;

@@ -53,6 +53,7 @@ struct boot_leaves {
 	 */
 	bool tsc_invariant;
 	bool no_x2apic; /* --no-x2apic: CPUID.1 offers an xAPIC only */
+	bool no_pv_eoi; /* --no-pv-eoi: KVM's leaf offers no PV EOI */
 };
 
 /* CPUID.1:EBX[31:24], the initial APIC ID, is how a vCPU finds its index. */

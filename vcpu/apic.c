@@ -214,7 +214,7 @@ static int write_pv_eoi(struct vcpu *v, uint64_t value)
 	uint64_t gpa = value & ~(uint64_t)KVM_MSR_ENABLED;
 	uint8_t *flag = NULL;
 
-	if (gpa % 4)
+	if (a->pv_eoi_hidden || gpa % 4)
 		return -EPERM;
 	if (value & KVM_MSR_ENABLED) {
 		flag = v->ops->guest_ram ? v->ops->guest_ram(v, gpa, 1) : NULL;
@@ -446,6 +446,11 @@ void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 void apic_hide_x2apic(struct vcpu *v)
 {
 	v->apic.x2apic_hidden = true;
+}
+
+void apic_hide_pv_eoi(struct vcpu *v)
+{
+	v->apic.pv_eoi_hidden = true;
 }
 
 /* ---- state ---- */
@@ -778,7 +783,7 @@ int apic_rdmsr(struct vcpu *v, uint32_t msr, uint64_t *value)
 	}
 	if (msr == MSR_KVM_PV_EOI_EN) {
 		*value = a->pv_eoi_msr;
-		return 0;
+		return a->pv_eoi_hidden ? -EPERM : 0;
 	}
 	if (msr < MSR_X2APIC_FIRST || msr > MSR_X2APIC_LAST)
 		return -ENOENT;

@@ -83,6 +83,8 @@ struct apic {
 	unsigned missed_policy;
 	/* CPUID offers no x2APIC (apic_hide_x2apic): EXTD is reserved */
 	bool x2apic_hidden;
+	/* CPUID offers no PV EOI (apic_hide_pv_eoi): its MSR faults */
+	bool pv_eoi_hidden;
 	uint64_t timer_fired;
 	/* of those, under a max deferral: run on a halted vCPU past expiry
 	 * + slop, and of those, run at their grid point (the host woke
@@ -120,6 +122,9 @@ void apic_set_timer_policy(struct vcpu *v, uint64_t max_defer_ns,
 /* The vCPU's CPUID offers no x2APIC (--no-x2apic): as on such a CPU,
  * setting IA32_APIC_BASE.EXTD faults, and the APIC stays an xAPIC. */
 void apic_hide_x2apic(struct vcpu *v);
+/* The vCPU's CPUID offers no PV EOI (--no-pv-eoi): its MSR faults, as on
+ * a KVM that holds the guest to its CPUID. */
+void apic_hide_pv_eoi(struct vcpu *v);
 
 /* Raises vector `times` times. As an edge (accumulate false) a raise onto
  * a vector still owed merges into it; accumulating, every raise is owed a

@@ -430,6 +430,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 		.missed_ticks = vm->cfg.missed_ticks,
 		.timer_mode = vm->cfg.timer_mode,
 		.no_x2apic = vm->cfg.no_x2apic,
+		.no_pv_eoi = vm->cfg.no_pv_eoi,
 	};
 	struct kvm_cpuid2 *cpuid;
 	uint64_t tsc_zero_raw_ns = 0;
@@ -464,6 +465,8 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 				  vm->cfg.trace_late);
 		if (vm->cfg.no_x2apic)
 			apic_hide_x2apic(v);
+		if (vm->cfg.no_pv_eoi)
+			apic_hide_pv_eoi(v);
 		/* an unmodified OS starts its APs itself, with INIT and SIPI */
 		v->wait_for_sipi = i > 0 && !all_vcpus_enter;
 	}

@@ -40,7 +40,8 @@ static const char usage_text[] =
 	"  -m, --mem SIZE             guest RAM, with K/M/G suffix (default 16M for a\n"
 	"                             PVH ELF or a multiboot kernel, 256M for a bzImage)\n"
 	"      --cmdline STRING       the guest's command line (default: empty for a PVH\n"
-	"                             ELF, \"" BZ_DEFAULT_CMDLINE "\" for a bzImage);\n"
+	"                             ELF, \"" BZ_DEFAULT_CMDLINE
+	"\" for a bzImage);\n"
 	"                             a multiboot kernel's is \"KERNEL STRING\", its path\n"
 	"                             first, as GRUB and QEMU write it\n"
 	"      --initrd FILE          an initrd (initramfs) for the kernel: a bzImage's\n"
@@ -50,49 +51,53 @@ static const char usage_text[] =
 	"                             strict: every timer is hard, the classic baseline\n"
 	"      --missed-ticks POLICY  late periodic ticks: one (default: collapse into\n"
 	"                             one), all (deliver each), none (drop them)\n"
-	"      --slop NS              timer coalescing window in ns (default " TO_STRING(LULL_DEFAULT_SLOP_NS) ")\n"
-	"      --apic-max-defer NS    deferrable mode, for guests that cannot mark their\n"
-	"                             timers: while a vCPU is halted its APIC timer (any\n"
-	"                             mode) may fire up to NS ns late: at the first\n"
-	"                             multiple of NS - NS/16 on the host's clock, which\n"
-	"                             every VM shares (the last sixteenth is the host's\n"
-	"                             wake latency); never early, never late on a running\n"
-	"                             vCPU (late ticks per --missed-ticks); default 0:\n"
-	"                             the APIC timer is hard, never later than --slop\n"
-	"      --timer-slots N        timer slots per vCPU, 2..128 (default 64)\n"
-	"      --late-threshold NS    a hard timer delivered more than NS late has\n"
-	"                             its lateness charged to causes in --stats\n"
-	"                             (wake, kick, masked, vmm...; default " TO_STRING(VCPU_LATE_THRESHOLD_NS) ")\n"
-	"      --trace-late           print each such timer on stderr as it is\n"
-	"                             delivered, and tell the time the host kept\n"
-	"                             the vCPU thread waiting for a CPU (preempted)\n"
-	"                             and the time it slept in lull's work (blocked),\n"
-	"                             at a system call per vCPU exit\n"
-	"      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
-	"      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
-	"      --console-limit SIZE   write at most SIZE bytes of console output (K/M/G);\n"
-	"                             the rest is dropped and counted (default: no limit)\n"
-	"      --stats FILE           write run statistics as JSON to FILE ('-': stdout)\n"
-	"      --no-mem-merge         keep guest RAM from the host's KSM (by default\n"
-	"                             lull offers it: where KSM runs, VMs share\n"
-	"                             their identical pages)\n"
-	"      --no-x2apic            the local APIC is an xAPIC only: CPUID hides x2APIC\n"
-	"                             and IA32_APIC_BASE refuses to enter it\n"
-	"      --test-device          QEMU pc-testdev's I/O APIC lines at ports\n"
-	"                             0x2000-0x2017, for kvm-unit-tests' ioapic test\n"
-	"      --no-seccomp           no system-call filter (to debug a status-159 stop);\n"
-	"                             lull still drops its capabilities\n"
-	"  -h, --help                 this text\n"
-	"  -V, --version              lull's version\n"
-	"\n"
-	"exit status: the guest's debug-exit value; 0 the guest powered off (ACPI S5);\n"
-	"32 the guest asked for a reset (ACPI reset register, 0xfe to port 0x64);\n"
-	"64 bad usage; 65 bad guest image;\n"
-	"69 /dev/kvm missing or not permitted; 71 host refused a resource; 74 the\n"
-	"--stats write failed (when the guest's status was 0); 124 timeout;\n"
-	"125 guest crashed (triple fault, KVM internal error, failed entry);\n"
-	"129/130/143 stopped by SIGHUP/SIGINT/SIGTERM; 159 lull made a system call\n"
-	"its seccomp filter forbids (a lull bug, named on stderr).\n";
+	"      --slop NS              timer coalescing window in ns (default " TO_STRING(
+		LULL_DEFAULT_SLOP_NS) ")\n"
+				      "      --apic-max-defer NS    deferrable mode, for guests that cannot mark their\n"
+				      "                             timers: while a vCPU is halted its APIC timer (any\n"
+				      "                             mode) may fire up to NS ns late: at the first\n"
+				      "                             multiple of NS - NS/16 on the host's clock, which\n"
+				      "                             every VM shares (the last sixteenth is the host's\n"
+				      "                             wake latency); never early, never late on a running\n"
+				      "                             vCPU (late ticks per --missed-ticks); default 0:\n"
+				      "                             the APIC timer is hard, never later than --slop\n"
+				      "      --timer-slots N        timer slots per vCPU, 2..128 (default 64)\n"
+				      "      --late-threshold NS    a hard timer delivered more than NS late has\n"
+				      "                             its lateness charged to causes in --stats\n"
+				      "                             (wake, kick, masked, vmm...; default " TO_STRING(
+					      VCPU_LATE_THRESHOLD_NS) ")\n"
+								      "      --trace-late           print each such timer on stderr as it is\n"
+								      "                             delivered, and tell the time the host kept\n"
+								      "                             the vCPU thread waiting for a CPU (preempted)\n"
+								      "                             and the time it slept in lull's work (blocked),\n"
+								      "                             at a system call per vCPU exit\n"
+								      "      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
+								      "      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
+								      "      --console-limit SIZE   write at most SIZE bytes of console output (K/M/G);\n"
+								      "                             the rest is dropped and counted (default: no limit)\n"
+								      "      --stats FILE           write run statistics as JSON to FILE ('-': stdout)\n"
+								      "      --no-mem-merge         keep guest RAM from the host's KSM (by default\n"
+								      "                             lull offers it: where KSM runs, VMs share\n"
+								      "                             their identical pages)\n"
+								      "      --no-x2apic            the local APIC is an xAPIC only: CPUID hides x2APIC\n"
+								      "                             and IA32_APIC_BASE refuses to enter it\n"
+								      "      --no-pv-eoi            CPUID offers no PV EOI (as QEMU's kvm-pv-eoi=off):\n"
+								      "                             every EOI is a register write and an exit\n"
+								      "      --test-device          QEMU pc-testdev's I/O APIC lines at ports\n"
+								      "                             0x2000-0x2017, for kvm-unit-tests' ioapic test\n"
+								      "      --no-seccomp           no system-call filter (to debug a status-159 stop);\n"
+								      "                             lull still drops its capabilities\n"
+								      "  -h, --help                 this text\n"
+								      "  -V, --version              lull's version\n"
+								      "\n"
+								      "exit status: the guest's debug-exit value; 0 the guest powered off (ACPI S5);\n"
+								      "32 the guest asked for a reset (ACPI reset register, 0xfe to port 0x64);\n"
+								      "64 bad usage; 65 bad guest image;\n"
+								      "69 /dev/kvm missing or not permitted; 71 host refused a resource; 74 the\n"
+								      "--stats write failed (when the guest's status was 0); 124 timeout;\n"
+								      "125 guest crashed (triple fault, KVM internal error, failed entry);\n"
+								      "129/130/143 stopped by SIGHUP/SIGINT/SIGTERM; 159 lull made a system call\n"
+								      "its seccomp filter forbids (a lull bug, named on stderr).\n";
 
 enum {
 	OPT_CMDLINE = 256,
@@ -110,6 +115,7 @@ enum {
 	OPT_STATS,
 	OPT_NO_MEM_MERGE,
 	OPT_NO_X2APIC,
+	OPT_NO_PV_EOI,
 	OPT_TEST_DEVICE,
 	OPT_NO_SECCOMP,
 };
@@ -132,6 +138,7 @@ static const struct option long_options[] = {
 	{ "stats", required_argument, NULL, OPT_STATS },
 	{ "no-mem-merge", no_argument, NULL, OPT_NO_MEM_MERGE },
 	{ "no-x2apic", no_argument, NULL, OPT_NO_X2APIC },
+	{ "no-pv-eoi", no_argument, NULL, OPT_NO_PV_EOI },
 	{ "test-device", no_argument, NULL, OPT_TEST_DEVICE },
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "help", no_argument, NULL, 'h' },
@@ -342,6 +349,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		case OPT_NO_X2APIC:
 			cfg->no_x2apic = true;
 			break;
+		case OPT_NO_PV_EOI:
+			cfg->no_pv_eoi = true;
+			break;
 		case OPT_TEST_DEVICE:
 			cfg->test_device = true;
 			break;
@@ -373,7 +383,8 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		return usage_error(
 			"--apic-max-defer defers APIC ticks, which --timer-mode strict never does: use one or the other");
 	if (optind >= argc)
-		return usage_error("run: no kernel (guest ELF or bzImage) given");
+		return usage_error(
+			"run: no kernel (guest ELF or bzImage) given");
 	if (optind + 1 < argc)
 		return usage_error("run: one kernel only ('%s' is extra)",
 				   argv[optind + 1]);

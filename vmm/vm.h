@@ -70,6 +70,7 @@ struct vm_config {
 	bool no_seccomp; /* --no-seccomp: confine threads without filters */
 	bool no_mem_merge; /* --no-mem-merge: keep guest RAM from KSM */
 	bool no_x2apic; /* --no-x2apic: the local APIC is an xAPIC only */
+	bool no_pv_eoi; /* --no-pv-eoi: CPUID offers no PV EOI */
 	bool test_device; /* --test-device: pc-testdev's IRQ lines */
 };
 

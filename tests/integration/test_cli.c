@@ -346,8 +346,9 @@ Test(cli, kernel_garbage_names_every_format)
 	char path[] = "/tmp/lull-garbage-XXXXXX";
 
 	make_file(path, NULL, 4096);
-	check_bad_input(USAGE("run", path),
-			USAGE("not a PVH ELF, a multiboot kernel or a bzImage"));
+	check_bad_input(
+		USAGE("run", path),
+		USAGE("not a PVH ELF, a multiboot kernel or a bzImage"));
 	unlink(path);
 }
 
@@ -385,8 +386,8 @@ Test(cli, kernel_truncated_bzimage)
 Test(cli, initrd_missing)
 {
 	require_guest("hello");
-	check_bad_input(USAGE("run", "--initrd", "/nonexistent/lull/initrd.cpio",
-			      guest("hello")),
+	check_bad_input(USAGE("run", "--initrd",
+			      "/nonexistent/lull/initrd.cpio", guest("hello")),
 			USAGE("--initrd", "/nonexistent/lull/initrd.cpio",
 			      "no such file"));
 }
@@ -402,27 +403,17 @@ Test(cli, initrd_too_big)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(ftruncate(fd, 4 << 20), 0);
 	close(fd);
-	check_bad_input(USAGE("run", "--mem", "4M", "--initrd", path,
-			      guest("hello")),
-			USAGE("--initrd", "does not fit", "--mem"));
+	check_bad_input(
+		USAGE("run", "--mem", "4M", "--initrd", path, guest("hello")),
+		USAGE("--initrd", "does not fit", "--mem"));
 	unlink(path);
 }
 
 static const char *const run_options[] = {
-	"--vcpus",
-	"--mem",
-	"--cmdline",
-	"--initrd",
-	"--timer-mode",
-	"--missed-ticks",
-	"--slop",
-	"--timer-slots",
-	"--timeout",
-	"--console",
-	"--stats",
-	"--no-x2apic",
-	"--test-device",
-	NULL,
+	"--vcpus",	"--mem",	  "--cmdline", "--initrd",
+	"--timer-mode", "--missed-ticks", "--slop",    "--timer-slots",
+	"--timeout",	"--console",	  "--stats",   "--no-x2apic",
+	"--no-pv-eoi",	"--test-device",  NULL,
 };
 
 Test(cli, help_lists_every_option)

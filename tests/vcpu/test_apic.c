@@ -364,6 +364,18 @@ Test(apic, pv_eoi_msr_faults_outside_ram_and_ends_at_init)
 	cr_assert_eq(msr, 0, "INIT turns it off");
 }
 
+/* --no-pv-eoi: CPUID hides it, and its MSR faults. */
+Test(apic, hidden_pv_eoi_faults)
+{
+	struct vcpu *v = x2apic_on(0);
+	uint64_t msr;
+
+	apic_hide_pv_eoi(v);
+	cr_assert_eq(apic_wrmsr(v, MSR_KVM_PV_EOI_EN, 0x101), -EPERM);
+	cr_assert_eq(apic_rdmsr(v, MSR_KVM_PV_EOI_EN, &msr), -EPERM);
+	cr_assert_null(v->apic.pv_eoi_flag);
+}
+
 Test(apic, one_shot_timer_lives_on_the_wheel)
 {
 	struct vcpu *v = x2apic_on(0);
