@@ -24,6 +24,8 @@ attempt is kept:
                     host,kvm-pv-eoi=off (bench/density/linux_idle.py says why)
   lull-deferrable   lull run --timer-mode deferrable (lull's default)
   lull-strict       lull run --timer-mode strict
+  lull-no-pv-eoi    lull deferrable with --no-pv-eoi, as QEMU's -cpu above
+                    (not in the default --modes)
 
 Per run and thread: completed periods (the histogram's count and its
 overflows; a wakeup later than a whole period skips the periods it
@@ -82,7 +84,8 @@ NESTED_LOCK = "/tmp/lull-nested.lock"
 # 115200 (lull's UART sends at once at any rate). Said on both VMMs'
 # command lines; the guest prints nothing while cyclictest measures.
 CONSOLE = "ttyS0,115200"
-MODES = ("qemu", "lull-deferrable", "lull-strict")
+MODES = ("qemu", "lull-deferrable", "lull-strict", "lull-no-pv-eoi")
+DEFAULT_MODES = MODES[:-1]
 # Debian's packages: cyclictest, and what it links against
 PACKAGES = ("rt-tests", "libnuma1", "libc6")
 PROGRAM = "usr/bin/cyclictest"
@@ -583,7 +586,7 @@ def plot(res, out):
     if not runs:
         return None, "nothing to plot"
     style = {"qemu": "lc rgb '#7570b3'", "lull-deferrable": "lc rgb '#1b9e77'",
-             "lull-strict": "lc rgb '#d95f02'"}
+             "lull-strict": "lc rgb '#d95f02'", "lull-no-pv-eoi": "lc rgb '#e7298a'"}
     # where the curves are drawn: every µs to 100, then 100 points a decade
     grid = sorted(set(range(1, 101)) | {round(10 ** (2 + k / 100))
                                         for k in range(1, 100 * 6)
@@ -670,8 +673,9 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vcpus", default="1,2", metavar="LIST",
                     help="vCPU counts, comma-separated (default 1,2)")
-    ap.add_argument("--modes", default=",".join(MODES), metavar="LIST",
-                    help="comma-separated subset of " + ",".join(MODES))
+    ap.add_argument("--modes", default=",".join(DEFAULT_MODES), metavar="LIST",
+                    help="comma-separated subset of " + ",".join(MODES) +
+                    " (default all but lull-no-pv-eoi)")
     ap.add_argument("--repeat", type=int, default=1, metavar="R",
                     help="runs of every mode and vCPU count, interleaved (default 1)")
     ap.add_argument("--duration", type=int, default=20, metavar="S",
