@@ -30,6 +30,10 @@
  *           of them) catches up: wheel_advance, posted vectors, INIT, SIPI
  *   INIT    vCPU: apic_init_reset
  *   POLICY  vCPU, max deferral, missed-ticks policy (any value)
+ *   ENTRY   vCPU, what the guest does: what run.c does around KVM_RUN
+ *           (apic_pv_eoi_offer, then apic_pv_eoi_collect), with the guest
+ *           in between clearing its PV EOI flag as Linux does, or writing
+ *           any byte there, or leaving it
  * A vCPU is one byte (modulo the count); MSRs, values and times are
  * decoded by take_msr, take_value and op_time. Reads past the end are 0.
  *
@@ -69,7 +73,13 @@
  *  - after a catch-up to `now` the timer is not overdue (wheel.h: it runs
  *    at the first advance past ceil_tick(expires)) and no timer vector
  *    pending was raised for an expiry after now;
- *  - INIT, or disabling the APIC, leaves the reset state.
+ *  - INIT, or disabling the APIC, leaves the reset state;
+ *  - MSR_KVM_PV_EOI_EN faults for an unaligned flag, or an enabled one
+ *    outside the harness's 4 KiB of guest RAM, reads back what it took,
+ *    and INIT clears it; the flag is offered exactly where the one vector
+ *    in service is edge-triggered and nothing is pending, the guest's
+ *    clearing it retires that vector at the exit, and after the exit the
+ *    flag is clear whatever the guest wrote.
  *
  * Seeds (tests/fuzz/corpus/apic, its README says what each does) are
  * written by hand in this encoding, with Python helpers like these:
@@ -84,6 +94,7 @@
  *       + regw(0, 0x0f, 0x1ff) + regw(0, 0x32, 0x40) + regw(0, 0x3e, 0xb)
  *       + regw(0, 0x38, 100000) + time(0, 5, 0, 4) + deliver(0, 4) + ...)
  */
+#include <asm/kvm_para.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -116,6 +127,7 @@ enum op {
 	OP_TIME,
 	OP_INIT,
 	OP_POLICY,
+	OP_ENTRY,
 	NR_OPS
 };
 
@@ -137,6 +149,10 @@ struct op_ctx {
 };
 
 static struct vcpu cpus[MAX_VCPUS]; /* big: not on the stack */
+/* guest RAM at gpa 0, where PV EOI flags may be (shared, if the guest
+ * wants) */
+static uint8_t ram[4096];
+static uint64_t pv_eoi_msr[MAX_VCPUS]; /* what each MSR took */
 static struct timer_track track[MAX_VCPUS];
 static unsigned nr_cpus;
 static uint64_t now; /* harness time: starts at clock_now_ns() */
@@ -207,8 +223,15 @@ static bool no_msr(struct vcpu *v, uint32_t index, bool write, uint64_t *data)
 	return false;
 }
 
+static void *guest_ram(struct vcpu *v, uint64_t gpa, uint64_t len)
+{
+	(void)v;
+	return gpa < sizeof(ram) && len <= sizeof(ram) - gpa ? ram + gpa : NULL;
+}
+
 static const struct vcpu_ops ops = {
 	.msr = no_msr,
+	.guest_ram = guest_ram,
 	.ipi = route,
 	.tsc_to_ns = tsc_to_ns,
 };
@@ -538,12 +561,15 @@ static uint32_t take_msr(struct fuzz_input *in)
 		return MSR_IA32_TSC_DEADLINE;
 	if (sel < 0xf0)
 		return MSR_X2APIC_FIRST + (uint32_t)fuzz_take(in, 1);
+	if (sel < 0xf8)
+		return MSR_KVM_PV_EOI_EN;
 	return (uint32_t)fuzz_take(in, 4);
 }
 
 static bool apic_msr(uint32_t msr)
 {
 	return msr == MSR_IA32_APIC_BASE || msr == MSR_IA32_TSC_DEADLINE ||
+	       msr == MSR_KVM_PV_EOI_EN ||
 	       (msr >= MSR_X2APIC_FIRST && msr <= MSR_X2APIC_LAST);
 }
 
@@ -558,10 +584,17 @@ static void do_wrmsr(struct vcpu *v, uint32_t msr, uint64_t value)
 		want = base_expected_write(old, value);
 	else if (msr == MSR_IA32_TSC_DEADLINE)
 		want = 0;
+	else if (msr == MSR_KVM_PV_EOI_EN)
+		want = ((value & ~1ull) % 4 ||
+			((value & 1) && (value & ~1ull) >= sizeof(ram))) ?
+			       -EPERM :
+			       0;
 	else
 		want = x2_expected_write(v, msr - MSR_X2APIC_FIRST, value);
 	r = apic_wrmsr(v, msr, value);
 	check(r == want);
+	if (msr == MSR_KVM_PV_EOI_EN && !r)
+		pv_eoi_msr[v->index] = value;
 	if (msr != MSR_IA32_APIC_BASE)
 		return;
 	check(base_of(v) == (r ? old : value));
@@ -586,6 +619,10 @@ static void do_rdmsr(struct vcpu *v, uint32_t msr)
 	}
 	if (msr == MSR_IA32_TSC_DEADLINE) {
 		check(r == 0);
+		return;
+	}
+	if (msr == MSR_KVM_PV_EOI_EN) {
+		check(r == 0 && value == pv_eoi_msr[v->index]);
 		return;
 	}
 	check(r == x2_expected_read(v, reg));
@@ -641,7 +678,8 @@ static void op_mmio(struct fuzz_input *in)
 	switch (flags >> 4 & 3) {
 	case 0: /* from 128 bytes below the page to 128 past it */
 	case 1:
-		gpa = page_of(v) - 128 + fuzz_take(in, 2) % (APIC_PAGE_SIZE + 256);
+		gpa = page_of(v) - 128 +
+		      fuzz_take(in, 2) % (APIC_PAGE_SIZE + 256);
 		break;
 	case 2: /* the default page, wherever the base is */
 		gpa = APIC_DEFAULT_BASE + fuzz_take(in, 2) % APIC_PAGE_SIZE;
@@ -804,7 +842,8 @@ static void op_time(struct fuzz_input *in, struct op_ctx *ctx)
 		break;
 	case 5: /* to the APIC timer's expiry, give or take a tick */
 		if (wheel_timer_pending(t)) {
-			uint64_t e = wheel_timer_expires(t), d = fuzz_take(in, 2);
+			uint64_t e = wheel_timer_expires(t),
+				 d = fuzz_take(in, 2);
 
 			to = d & 0x8000 ? e - (d & 0x7fff) : sat_add(e, d);
 		}
@@ -839,6 +878,63 @@ static void op_init(struct fuzz_input *in)
 	apic_init_reset(v);
 	check(base_of(v) == base && v->apic.id == v->index);
 	check_reset(v);
+	pv_eoi_msr[v->index] = 0;
+	check(!v->apic.pv_eoi_flag);
+}
+
+/* Whether PV EOI may be offered: the one vector in service, edge, alone. */
+static bool pv_eoi_expected(struct vcpu *v)
+{
+	const struct apic *a = &v->apic;
+	unsigned in_service = 0;
+	int top = -1;
+
+	if (!(pv_eoi_msr[v->index] & 1))
+		return false;
+	for (unsigned w = 0; w < 4; w++) {
+		if (a->irr[w])
+			return false;
+		in_service += (unsigned)__builtin_popcountll(a->isr[w]);
+	}
+	for (unsigned vec = 0; vec < 256; vec++)
+		if (bit(a->isr, vec))
+			top = (int)vec;
+	return in_service == 1 && !bit(a->tmr, (unsigned)top);
+}
+
+/* An entry and an exit, with the guest's doing in between. */
+static void op_entry(struct fuzz_input *in)
+{
+	struct vcpu *v = take_cpu(in);
+	struct apic *a = &v->apic;
+	unsigned guest = (unsigned)fuzz_take(in, 1) % 3;
+	bool offered = pv_eoi_expected(v);
+	uint8_t *flag = &ram[pv_eoi_msr[v->index] & ~1ull & (sizeof(ram) - 1)];
+	uint64_t isr[4], eois = a->pv_eois;
+	bool took;
+
+	memcpy(isr, a->isr, sizeof(isr));
+	apic_pv_eoi_offer(v);
+	check(a->pv_eoi_offered == offered);
+	if (!offered) {
+		apic_pv_eoi_collect(v);
+		check(a->pv_eois == eois && !memcmp(isr, a->isr, sizeof(isr)));
+		return;
+	}
+	check(*flag & 1);
+	if (guest == 1)
+		*flag &= (uint8_t)~1u; /* Linux's EOI */
+	else if (guest == 2)
+		*flag = (uint8_t)fuzz_take(in, 1);
+	took = !(*flag & 1);
+	apic_pv_eoi_collect(v);
+	check(!a->pv_eoi_offered && !(*flag & 1));
+	check(a->pv_eois == eois + took);
+	if (took)
+		check(!a->isr[0] && !a->isr[1] && !a->isr[2] && !a->isr[3]);
+	else
+		check(!memcmp(isr, a->isr, sizeof(isr)));
+	check_priority(v);
 }
 
 static void op_policy(struct fuzz_input *in)
@@ -865,10 +961,12 @@ static void build(struct fuzz_input *in)
 	back = fuzz_take(in, 4);
 	now = clock_now_ns();
 	tsc_origin = now > back ? now - back : 0;
+	memset(ram, 0, sizeof(ram));
 	for (unsigned i = 0; i < nr_cpus; i++) {
 		check(vcpu_init(&cpus[i], i, -1, -1, &ops, NULL, &stop, 0,
 				now) == 0);
 		memset(&track[i], 0, sizeof(track[i]));
+		pv_eoi_msr[i] = 0;
 	}
 }
 
@@ -917,6 +1015,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case OP_INIT:
 			op_init(&in);
+			break;
+		case OP_ENTRY:
+			op_entry(&in);
 			break;
 		default:
 			op_policy(&in);
