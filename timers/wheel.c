@@ -118,6 +118,14 @@ uint64_t wheel_timer_expires(const struct wheel_timer *t)
 	return t->expires;
 }
 
+uint64_t wheel_timer_hard_due(const struct wheel *w,
+			      const struct wheel_timer *t)
+{
+	if (!wheel_timer_pending(t) || (t->priv & PRIV_DEFERRABLE))
+		return WHEEL_NEVER;
+	return ceil_tick(w, t->expires);
+}
+
 void wheel_slot_emptied(struct wheel *w, size_t g)
 {
 	unsigned word = g / WHEEL_SLOTS, base = word / WHEEL_LEVELS;

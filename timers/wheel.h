@@ -150,6 +150,10 @@ void wheel_timer_init(struct wheel_timer *t, wheel_timer_fn fn, unsigned flags);
 int wheel_timer_set_flags(struct wheel_timer *t, unsigned flags);
 bool wheel_timer_pending(const struct wheel_timer *t);
 uint64_t wheel_timer_expires(const struct wheel_timer *t);
+/* When an advance first runs t, hard and pending: ceil_tick(expires);
+ * WHEEL_NEVER for a deferrable timer or one not pending. */
+uint64_t wheel_timer_hard_due(const struct wheel *w,
+			      const struct wheel_timer *t);
 
 int wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expires,
 	      uint64_t tolerance);

@@ -280,8 +280,25 @@ static bool sipi_came(struct vcpu *v)
 }
 
 /*
+ * When a vCPU must be back, from `next`, an expiry of its wheel: that plus
+ * the slop, so that lull's own timers due within it run in one wake; but
+ * the local APIC timer, armed hard, at its own expiry. That is the guest's
+ * deadline, which already carries the guest's own slack (Linux gives its
+ * timers theirs before it programs the TSC deadline): lull's on top would
+ * be latency in every timer interrupt, which KVM's APIC does not add.
+ */
+static uint64_t due_by(struct vcpu *v, uint64_t next)
+{
+	uint64_t apic = wheel_timer_hard_due(&v->wheel, &v->apic.timer);
+
+	if (next != WHEEL_NEVER)
+		next = sat_add(next, v->slop_ns);
+	return apic < next ? apic : next;
+}
+
+/*
  * Sleeps until ready(v). The only timeout is the next hard expiry plus
- * the slop; deferrable timers never end this sleep.
+ * the slop (due_by); deferrable timers never end this sleep.
  */
 static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 {
@@ -297,9 +314,7 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 		catch_up(v);
 		if (stopping(v) || ready(v))
 			break;
-		deadline = wheel_next_hard_expiry(&v->wheel);
-		if (deadline != WHEEL_NEVER)
-			deadline = sat_add(deadline, v->slop_ns);
+		deadline = due_by(v, wheel_next_hard_expiry(&v->wheel));
 
 		atomic_store(&v->state, VCPU_IDLE);
 		if (atomic_load(&v->kick_pending)) {
@@ -531,7 +546,7 @@ static void *vcpu_thread(void *arg)
 		 * the guest; kicked at once, the vCPU would only ever take
 		 * interrupts and never run its own code.
 		 */
-		kick_at = sat_add(wheel_next_expiry(&v->wheel), v->slop_ns);
+		kick_at = due_by(v, wheel_next_expiry(&v->wheel));
 		if (kick_at < now + VCPU_MIN_RUN_NS)
 			kick_at = now + VCPU_MIN_RUN_NS;
 		arm_kick_timer(v, kick_at);

@@ -52,7 +52,8 @@ static const char usage_text[] =
 	"      --missed-ticks POLICY  late periodic ticks: one (default: collapse into\n"
 	"                             one), all (deliver each), none (drop them)\n"
 	"      --slop NS              timer coalescing window in ns (default " TO_STRING(
-		LULL_DEFAULT_SLOP_NS) ")\n"
+		LULL_DEFAULT_SLOP_NS) "); not\n"
+				      "                             for the APIC timer, which is the guest's own deadline\n"
 				      "      --apic-max-defer NS    deferrable mode, for guests that cannot mark their\n"
 				      "                             timers: while a vCPU is halted its APIC timer (any\n"
 				      "                             mode) may fire up to NS ns late: at the first\n"
@@ -60,7 +61,7 @@ static const char usage_text[] =
 				      "                             every VM shares (the last sixteenth is the host's\n"
 				      "                             wake latency); never early, never late on a running\n"
 				      "                             vCPU (late ticks per --missed-ticks); default 0:\n"
-				      "                             the APIC timer is hard, never later than --slop\n"
+				      "                             the APIC timer is hard, on time\n"
 				      "      --timer-slots N        timer slots per vCPU, 2..128 (default 64)\n"
 				      "      --late-threshold NS    a hard timer delivered more than NS late has\n"
 				      "                             its lateness charged to causes in --stats\n"

@@ -218,6 +218,27 @@ Test(timers_edges, tolerances_set_the_wakeup)
 	free(f);
 }
 
+/* One timer's own due time: its expiry to the tick, not its tolerance. */
+Test(timers_edges, hard_due_is_the_tick_a_hard_timer_runs_at)
+{
+	struct fixture *f = fixture_new(0, 0);
+	struct probe a, d;
+
+	probe_init(&a, f, 1, 0);
+	probe_init(&d, f, 2, WHEEL_DEFERRABLE);
+	cr_assert_eq(wheel_timer_hard_due(&f->w, &a.t), WHEEL_NEVER,
+		     "not pending");
+	wheel_add(&f->w, &a.t, 100000, 50000);
+	wheel_add(&f->w, &d.t, 90000, 20000);
+	cr_assert_eq(wheel_timer_hard_due(&f->w, &a.t), 98 * TICK);
+	cr_assert_eq(wheel_timer_hard_due(&f->w, &d.t), WHEEL_NEVER,
+		     "deferrable");
+	cr_assert_eq(wheel_advance(&f->w, 98 * TICK - 1), 1, "d only");
+	cr_assert_eq(wheel_advance(&f->w, 98 * TICK), 1, "a, at its due");
+	cr_assert_eq(wheel_timer_hard_due(&f->w, &a.t), WHEEL_NEVER, "ran");
+	free(f);
+}
+
 Test(timers_edges, equal_expiries_run_in_arm_order_across_kinds)
 {
 	struct fixture *f = fixture_new(0, 0);
