@@ -300,10 +300,13 @@ def parse_output(console, hist_us):
             v = summary.get(key, [])
             return v[t] if t < len(v) else None
         h = {b: c[t] for b, c in sorted(hist.items()) if t < len(c) and c[t]}
+        # the histogram's, where a kernel line cut the summary's off
+        max_us = one("Max Latencies")
+        if max_us is None:
+            max_us = max(h, default=None)
         threads.append(stats(h, one("Histogram Overflows") or 0, hist_us,
                              min_us=one("Min Latencies"), avg_us=one("Avg Latencies"),
-                             max_us=(one("Max Latencies") if one("Max Latencies") is not None
-                                     else max(h, default=None)), thread=t,
+                             max_us=max_us, thread=t,
                              overflow_cycles=overflow_at.get(t, [])))
     return threads
 

@@ -259,8 +259,10 @@ static void boot_to_init_and_power_off(unsigned vcpus, const char *timer_mode,
 			   (char *)initramfs(),
 			   "--cmdline",
 			   cmdline };
-	unsigned n = 13;
+	unsigned n = 0;
 
+	while (args[n])
+		n++;
 	if (!pv_eoi)
 		args[n++] = "--no-pv-eoi";
 	args[n++] = bzimage;
