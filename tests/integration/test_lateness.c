@@ -131,13 +131,23 @@ Test(lateness, a_guest_with_interrupts_off_is_masked)
 	cr_log_info("masked: %s", strstr(json, "\"lateness\""));
 	cr_assert_eq(late_stat(json, "masked.events"), 3);
 	cr_assert_geq(late_stat(json, "masked.ns"), 3 * 40 * MS);
+	/*
+	 * Each event is mostly the guest's; lull's own work while the vector
+	 * waited (a clock resync's exit, ms long in a sanitizer build on an
+	 * emulated host) is charged to vmm, and nothing to wake or kick.
+	 */
 	for (unsigned i = 0; i < 3; i++) {
-		char masked[32], late[32];
+		char masked[32], vmm[32], late[32];
+		uint64_t late_ns;
 
 		snprintf(masked, sizeof(masked), "worst[%u].masked_ns", i);
+		snprintf(vmm, sizeof(vmm), "worst[%u].vmm_ns", i);
 		snprintf(late, sizeof(late), "worst[%u].late_ns", i);
-		cr_assert_geq(late_stat(json, masked),
-			      late_stat(json, late) * 8 / 10, "event %u", i);
+		late_ns = late_stat(json, late);
+		cr_assert_geq(late_stat(json, masked), late_ns / 2, "event %u",
+			      i);
+		cr_assert_geq(late_stat(json, masked) + late_stat(json, vmm),
+			      late_ns * 8 / 10, "event %u", i);
 	}
 	run_free(&r);
 }
