@@ -34,28 +34,10 @@
 
 static int open_kvm(struct vm *vm)
 {
-	int api;
-
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm->kvm_fd < 0) {
-		int e = errno;
-
-		if (e == ENOENT)
-			vm_err(vm,
-			       "/dev/kvm does not exist: this host has no KVM (load kvm_intel or kvm_amd, or enable nested virtualization)");
-		else if (e == EACCES || e == EPERM)
-			vm_err(vm,
-			       "no permission to open /dev/kvm: run as root or join the group that owns it (usually 'kvm')");
-		else
-			vm_err(vm, "cannot open /dev/kvm: %s", strerror(e));
-		return -e;
-	}
-	api = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
-	if (api != KVM_API_VERSION) {
-		vm_err(vm, "/dev/kvm speaks KVM API %d, lull needs %d", api,
-		       KVM_API_VERSION);
-		return -ENOTSUP;
-	}
+	vm->kvm_fd = kvm_host_open(vm->error, sizeof(vm->error));
+	if (vm->kvm_fd < 0)
+		return vm->kvm_fd;
+	kvm_host_probe(&vm->kvm, vm->kvm_fd);
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0) {
 		int e = errno;
@@ -563,9 +545,7 @@ static int build(struct vm *vm, const struct vm_config *cfg,
 				  &vm->serial);
 	if (open_kvm(vm) < 0)
 		return -LULL_EXIT_NO_KVM;
-	r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
-	if (r <= 0)
-		r = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
+	r = vm->kvm.max_vcpus;
 	if (r > 0 && cfg->nr_vcpus > (unsigned)r) {
 		vm_err(vm,
 		       "--vcpus %u: KVM on this host allows at most %d vCPUs per VM",

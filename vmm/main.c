@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "loader/bzimage.h"
 #include "platform.h"
@@ -27,6 +28,7 @@
 
 static const char usage_text[] =
 	"usage: lull run [options] KERNEL\n"
+	"       lull info\n"
 	"       lull --help | --version\n"
 	"\n"
 	"Boots KERNEL under KVM: a PVH ELF (lull's guests, a Linux vmlinux), a\n"
@@ -34,6 +36,10 @@ static const char usage_text[] =
 	"(/boot/vmlinuz-*), told apart by their contents. lull's exit status\n"
 	"is the value the guest writes to the debug-exit port 0xf4 (v & 0xff), or 0\n"
 	"when it powers off through ACPI (S5).\n"
+	"\n"
+	"lull info prints which KVM serves /dev/kvm (kvm_intel, kvm_amd, kvm_pvm\n"
+	"or other), whether it is hardware virtualization, and the KVM features\n"
+	"lull uses (status 69 where /dev/kvm cannot be opened).\n"
 	"\n"
 	"options for run:\n"
 	"  -c, --vcpus N              vCPUs (default 1; at most 256 and what KVM allows)\n"
@@ -402,6 +408,32 @@ static bool same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+/* `lull info`: the facts --stats gives under "kvm", for a person. */
+static int info(void)
+{
+	struct kvm_host h = { 0 };
+	char err[200];
+	int fd = kvm_host_open(err, sizeof(err));
+	const char *warning;
+
+	if (fd < 0) {
+		fprintf(stderr, "lull: %s\n", err);
+		return LULL_EXIT_NO_KVM;
+	}
+	kvm_host_probe(&h, fd);
+	close(fd);
+	printf("kvm: %s\nhardware virtualization: %s\nmax vcpus: %d\n",
+	       kvm_module_name(h.module), h.hardware ? "yes" : "no",
+	       h.max_vcpus);
+	for (int f = 0; f < KVM_FEATURES; f++)
+		printf("feature %s: %s\n", kvm_feature_name(f),
+		       h.features[f] > 0 ? "yes" : "no");
+	warning = kvm_host_warning(&h);
+	if (warning)
+		printf("note: %s\n", warning);
+	return 0;
+}
+
 /* One line on stderr, unless the guest wrote its status to debug-exit. */
 static void report_stop(const struct vm *vm)
 {
@@ -429,9 +461,16 @@ int main(int argc, char **argv)
 		puts("lull " LULL_VERSION);
 		return 0;
 	}
+	if (!strcmp(argv[1], "info")) {
+		if (argc > 2)
+			return usage_error("info takes no arguments ('%s')",
+					   argv[2]);
+		return info();
+	}
 	if (strcmp(argv[1], "run"))
 		return usage_error(
-			"unknown command '%s' (the command is 'run')", argv[1]);
+			"unknown command '%s' (the commands are 'run' and 'info')",
+			argv[1]);
 	r = parse_run(argc - 1, argv + 1, &cfg);
 	if (r)
 		return r;
@@ -472,6 +511,8 @@ int main(int argc, char **argv)
 		vm_destroy(&vm);
 		return -r;
 	}
+	if (kvm_host_warning(&vm.kvm))
+		fprintf(stderr, "lull: note: %s\n", kvm_host_warning(&vm.kvm));
 	status = vm_run(&vm);
 	report_stop(&vm);
 	if (stats.f) {

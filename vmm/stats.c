@@ -236,6 +236,9 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		vm->nr_cpus_made && vm->cpus[0].pv.clock.tsc_held ? "true" :
 								    "false",
 		vm->mem_merge ? "true" : "false");
+	fputs("  ", f);
+	kvm_host_json(f, &vm->kvm);
+	fputs(",\n", f);
 	fprintf(f,
 		"  \"wall_ns\": %lu,\n  \"host_cpu_ns\": %lu,\n"
 		"  \"first_byte_ns\": %lu,\n  \"rss_kib\": %lu,\n"

@@ -31,6 +31,7 @@
 #include "vcpu/vcpu.h"
 #include "vmm/exit_status.h"
 #include "vmm/exits.h"
+#include "vmm/kvm_host.h"
 
 /* Wakes the main thread when a vCPU (or anything) stops the VM. */
 #define SIG_VM_STOP SIGUSR2
@@ -115,6 +116,7 @@ struct vm_cpu {
 struct vm {
 	struct vm_config cfg;
 	int kvm_fd, vm_fd;
+	struct kvm_host kvm; /* which KVM, and what it offers */
 	uint8_t *ram;
 	uint64_t ram_size;
 	bool mem_merge; /* guest RAM is offered to the host's KSM */
