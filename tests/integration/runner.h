@@ -41,6 +41,9 @@ struct run {
 	bool killed; /* ran over its safety limit: the runner killed it */
 	double seconds; /* spawn to reaped */
 	char *out, *err; /* everything it wrote, NUL-terminated */
+	/* lull's note on a KVM without hardware virtualization, taken out
+	 * of err (empty where there was none) */
+	char kvm_note[320];
 };
 
 /* The lull binary and the path of guest NAME ("hello" -> .../hello.elf). */
@@ -53,6 +56,18 @@ const char *guest(const char *name);
  * kvm_main.c), rather than skipping test by test.
  */
 const char *kvm_unavailable(void);
+/* The KVM behind /dev/kvm, as `lull info` names it (kvm_host.h). */
+struct host_kvm {
+	char module[16]; /* kvm_intel, kvm_amd, kvm_pvm or other */
+	bool hardware; /* VMX or SVM runs the guest */
+};
+const struct host_kvm *host_kvm(void);
+/*
+ * Skips the calling test, saying so, where /dev/kvm is not hardware
+ * virtualization (kvm_pvm): `what` completes "whose instruction emulator
+ * ..." with what the test's guest needs of it that it lacks.
+ */
+void require_hardware_kvm(const char *what);
 /*
  * Skips the calling test when guests/meson.build does not build guest NAME
  * (LULL_GUEST_NAMES): a guest that is listed but missing still fails.
@@ -73,10 +88,11 @@ bool in_path(const char *prog, char *out, size_t len);
 /* spawn + wait; argv NULL-terminated, without the lull binary. */
 void run_lull(struct run *r, double limit_s, ...) __attribute__((sentinel));
 /*
- * Guest NAME under QEMU microvm with KVM's in-kernel irqchip, on vcpus
- * vCPUs: -cpu host for x2APIC and the TSC-deadline timer (QEMU's default
- * CPU has neither), debug-exit at 0xf4 as lull has it. Skips the test where
- * QEMU is not installed; fails it when QEMU outlives limit_s.
+ * Guest NAME on the QEMU/KVM reference (scripts/qemu_ref.py: microvm with
+ * KVM's in-kernel irqchip, the -cpu model it probes, debug-exit at 0xf4 as
+ * lull has it) on vcpus vCPUs. Skips the test where QEMU is not installed
+ * or no CPU model boots on this host's KVM (saying QEMU's words); fails it
+ * when QEMU outlives limit_s. The model used is logged.
  */
 void run_guest_in_qemu(struct run *r, const char *name, unsigned vcpus,
 		       double limit_s);

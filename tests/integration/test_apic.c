@@ -7,6 +7,8 @@
  * in-kernel APIC, the reference, too; and the two must answer the same
  * cases the same way, so that a case one of them skips, or a case that
  * passes on one only, is named here rather than found in a diff of logs.
+ * Cases the reference is known to answer wrongly on this host's KVM
+ * (reference_wrong) are not held against either, and the tests say so.
  * The QEMU runs skip where qemu-system-x86_64 is not installed.
  */
 #include <stdbool.h>
@@ -73,23 +75,72 @@ static void run_apic_qemu(struct run *r)
 }
 
 /*
+ * Cases the reference is known to answer wrongly on a given KVM, which
+ * lull answers as the architecture says: there the QEMU/KVM run cannot
+ * judge them. kvm_pvm's in-kernel APIC shows no vector in service (ISR,
+ * and with it PPR) inside the handler of an interrupt it delivered.
+ */
+static const struct {
+	const char *kvm;
+	const char *cases[4];
+} reference_wrong[] = {
+	{ "kvm_pvm", { "ppr", "eoi_order", NULL } },
+};
+
+/* Is case `name` one this host's KVM is known to answer wrongly? */
+static bool reference_known_wrong(const char *name)
+{
+	const char *kvm = host_kvm()->module;
+
+	for (size_t i = 0; i < sizeof(reference_wrong) / sizeof(*reference_wrong); i++)
+		if (!strcmp(reference_wrong[i].kvm, kvm))
+			for (const char *const *c = reference_wrong[i].cases; *c; c++)
+				if (!strcmp(*c, name))
+					return true;
+	return false;
+}
+
+/* The cases the reference failed, all of them known wrong on this KVM,
+ * into `which` ("ppr, eoi_order"); false where any other failed. */
+static bool failures_known_wrong(const struct cases *c, char *which,
+				 size_t len)
+{
+	which[0] = 0;
+	for (unsigned i = 0; i < c->n; i++) {
+		if (c->pass[i])
+			continue;
+		if (!reference_known_wrong(c->name[i]))
+			return false;
+		snprintf(which + strlen(which), len - strlen(which), "%s%s",
+			 which[0] ? ", " : "", c->name[i]);
+	}
+	return true;
+}
+
+/*
  * The reference is itself a KVM nested on an emulated CPU where no
  * /dev/kvm exists, and there it now and then fails a case it passes on
  * hardware: a self-IPI taken twice (the xAPIC one, and the all-including-
  * self shorthand's, in two runs in a row of one suite). A reference run
- * with a failing case is run again, up to REFERENCE_RUNS in all, and the
- * last run is the answer; the others' output is logged, as information:
- * Criterion ends with a failing status after any warning, and this is
- * not a failure of lull's. lull gets no such retry.
+ * with a failing case not known wrong on this KVM is run again, up to
+ * REFERENCE_RUNS in all, and the last run is the answer; the others'
+ * output is logged, as information: Criterion ends with a failing status
+ * after any warning, and this is not a failure of lull's. lull gets no
+ * such retry.
  */
 #define REFERENCE_RUNS 3
 
 static void run_apic_reference(struct run *r)
 {
+	char which[256];
+
 	run_apic_qemu(r);
-	for (int run = 2; run <= REFERENCE_RUNS &&
-			  count_lines_with(r->out, "FAIL") > 0;
-	     run++) {
+	for (int run = 2; run <= REFERENCE_RUNS; run++) {
+		struct cases c;
+
+		parse_cases(r->out, &c);
+		if (failures_known_wrong(&c, which, sizeof(which)))
+			break;
 		cr_log_info("QEMU/KVM failed a case, running it again:\n%s",
 			    r->out);
 		run_free(r);
@@ -122,12 +173,24 @@ Test(apic, all_cases_pass_on_lull)
 	run_free(&r);
 }
 
-/* isa-debug-exit: QEMU exits (v << 1) | 1, so guest status 0 is 1. */
+/*
+ * isa-debug-exit: QEMU exits (v << 1) | 1, so guest status 0 is 1. Where
+ * the reference fails only cases known wrong on this KVM (and does fail
+ * them), it is shown wrong here, and the test says so and skips.
+ */
 Test(apic, all_cases_pass_on_qemu_kvm)
 {
+	static struct cases c;
+	char which[256];
 	struct run r;
 
 	run_apic_reference(&r);
+	parse_cases(r.out, &c);
+	if (c.n > 0 && count_lines_with(r.out, "FAIL ") > 0 &&
+	    failures_known_wrong(&c, which, sizeof(which)))
+		cr_skip_test("QEMU/KVM's reference is wrong on %s: its "
+			     "in-kernel APIC fails %s, cases lull passes",
+			     host_kvm()->module, which);
 	cr_assert_eq(r.status, 1, "status %d\nstdout:\n%s\nstderr:\n%s",
 		     r.status, r.out, r.err);
 	assert_all_pass("QEMU/KVM", &r);
@@ -155,6 +218,11 @@ Test(apic, lull_answers_as_kvm)
 			used += (size_t)snprintf(diff + used, sizeof(diff) - used,
 						 "%s: not run on lull\n",
 						 on_kvm.name[i]);
+		else if (!on_kvm.pass[i] && on_lull.pass[j] &&
+			 reference_known_wrong(on_kvm.name[i]))
+			cr_log_info("%s: not compared: QEMU/KVM is known to "
+				    "fail it on %s, lull passes it",
+				    on_kvm.name[i], host_kvm()->module);
 		else if (on_lull.pass[j] != on_kvm.pass[i])
 			used += (size_t)snprintf(
 				diff + used, sizeof(diff) - used,

@@ -476,34 +476,9 @@ Test(boot, hcall_garbage_survives_2_vcpus)
 /* The same ELF boots on QEMU's microvm: PVH plus isa-debug-exit. */
 Test(boot, hello_boots_on_qemu_microvm)
 {
-	char qemu[512];
-	char *argv[] = {
-		qemu,
-		"-machine",
-		"microvm",
-		"-accel",
-		"kvm",
-		"-nodefaults",
-		"-no-user-config",
-		"-display",
-		"none",
-		"-serial",
-		"stdio",
-		"-device",
-		"isa-debug-exit,iobase=0xf4,iosize=4",
-		"-kernel",
-		(char *)guest("hello"),
-		NULL,
-	};
-	struct proc p;
 	struct run r;
 
-	if (!in_path("qemu-system-x86_64", qemu, sizeof(qemu)))
-		cr_skip_test(
-			"needs qemu-system-x86_64, which is not installed");
-	cr_assert_eq(proc_spawn(&p, argv), 0);
-	proc_wait(&p, 30.0, &r);
-
+	run_guest_in_qemu(&r, "hello", 1, 30.0);
 	/* isa-debug-exit: QEMU exits (v << 1) | 1, so guest status 0 is 1. */
 	cr_assert_eq(r.status, 1, "status %d\nstdout:\n%s\nstderr:\n%s",
 		     r.status, r.out, r.err);

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * The --vcpus limit: KVM tells lull how many vCPUs a VM may have, and a
- * request beyond it is a usage error (status 64) whose sentence names
- * that limit. Needs /dev/kvm, so it lives in the kvm suite.
+ * The command line against the host's KVM: the --vcpus limit (KVM tells
+ * lull how many vCPUs a VM may have, and a request beyond it is a usage
+ * error, status 64, whose sentence names that limit), and which KVM lull
+ * says it runs on. Needs /dev/kvm, so it lives in the kvm suite.
  */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -82,5 +85,49 @@ Test(cli, vcpus_past_256_are_refused)
 	run_lull(&r, LIMIT_S, "run", "--vcpus", "257", guest("hello"), NULL);
 	cr_assert_eq(r.status, 64, "status %d\nstderr:\n%s", r.status, r.err);
 	assert_sentence(r.err, USAGE("--vcpus", "256"));
+	run_free(&r);
+}
+
+/*
+ * lull knows its KVM: `lull info` and --stats name the same module, the
+ * one /sys/module and the CPU's features say; on kvm_pvm, which emulates
+ * an ordinary guest, lull says so once, in one line, before it runs.
+ */
+Test(cli, names_its_kvm_and_warns_once_on_kvm_pvm)
+{
+	const struct host_kvm *h = host_kvm();
+	bool pvm_only = access("/sys/module/kvm_pvm", F_OK) == 0 &&
+			access("/sys/module/kvm_intel", F_OK) &&
+			access("/sys/module/kvm_amd", F_OK);
+	char want[64], *cpuinfo = read_file("/proc/cpuinfo", NULL);
+	bool vmx_svm = cpuinfo && (strstr(cpuinfo, " vmx") || strstr(cpuinfo, " svm"));
+	const char *json;
+	struct run r;
+
+	free(cpuinfo);
+	cr_assert_eq(h->hardware, vmx_svm,
+		     "lull info says hardware %d, /proc/cpuinfo %s VMX/SVM",
+		     h->hardware, vmx_svm ? "has" : "has no");
+	if (pvm_only)
+		cr_assert_str_eq(h->module, "kvm_pvm");
+	run_lull(&r, LIMIT_S, "run", "--stats", "-", guest("hello"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status, r.err);
+	json = find_json(r.out);
+	snprintf(want, sizeof(want), "\"kvm\": {\"module\": \"%s\"", h->module);
+	cr_assert(json && strstr(json, want), "want %s in --stats:\n%s", want,
+		  r.out);
+	cr_assert(strstr(json, h->hardware ? "\"hardware\": true" :
+					     "\"hardware\": false"),
+		  "--stats:\n%s", json);
+	if (!strcmp(h->module, "kvm_pvm")) {
+		cr_assert(strstr(r.kvm_note, "kvm_pvm") &&
+				  strstr(r.kvm_note, "emulator"),
+			  "no note on kvm_pvm; stderr:\n%s", r.err);
+		cr_assert_null(strstr(r.err, "kvm_pvm"),
+			       "said more than once:\n%s", r.err);
+	} else {
+		cr_assert_str_empty(r.kvm_note, "a note on %s: %s", h->module,
+				    r.kvm_note);
+	}
 	run_free(&r);
 }
