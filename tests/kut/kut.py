@@ -5,11 +5,10 @@
     tests/kut/kut.py [--build build] [--tests x2apic,tsc,...] [--vmm lull,qemu]
                      [--known docs/guests.md] [--lean]
 
-Builds kvm-unit-tests from the shared tarball (never from a copy in this
-repository: ../shared/third_party/kvm-unit-tests.tar.gz beside the
-repository root, or $LULL_KUT_TARBALL, or --tarball) under BUILD/kut, on
-this host, once per tarball. Then reads kvm-unit-tests' own
-x86/unittests.cfg for each chosen test (its file, smp, test_args or
+Runs a kvm-unit-tests build that the user already has: a kvm-unit-tests
+tree built for x86_64 (./configure --arch=x86_64 && make), named by
+--kut-dir or $LULL_KUT_DIR; lull neither contains nor fetches nor builds
+it. Reads that tree's own x86/unittests.cfg for each chosen test (its file, smp, test_args or
 extra_params' -append, timeout) and runs it on each VMM, where there is a
 /dev/kvm, or else inside tests/nested/lull-nested (under flock on
 /tmp/lull-nested.lock: one emulated machine at a time), all tests in one
@@ -20,8 +19,10 @@ own reasons is run again, at most twice (NESTED_KERNEL_ARGS says why).
 Both VMMs get the environment kvm-unit-tests' x86/run gives through
 -initrd (NR_CPUS, MEMSIZE, TEST_DEVICE=0: no pc-testdev) as the first
 multiboot module, and the image's path then its arguments as the
-multiboot command line. QEMU is q35 with -cpu host,+x2apic (-x2apic where
-the test's own parameters hide it: xapic) and isa-debug-exit at 0xf4;
+multiboot command line. QEMU is q35 with the reference's -cpu model
+(scripts/qemu_ref.py probes it: host where KVM takes it) and +x2apic
+(-x2apic where the test's own parameters hide it: xapic), and
+isa-debug-exit at 0xf4;
 lull hides x2APIC from CPUID for those tests with --no-x2apic. The exit
 status is mapped to kvm-unit-tests' code: QEMU's isa-debug-exit returns
 (code << 1) | 1, lull returns the code itself.
@@ -32,13 +33,13 @@ every sub-test whose result differs between the VMMs.
 
 With --known FILE (docs/guests.md), the exit status is 1 when lull fails
 a sub-test, or a whole test, that the file's "kvm-unit-tests on lull"
-table does not list with its reason; 0 otherwise. Without it, 0 unless
+table does not list with its reason for this host's KVM (its "kvm"
+column: any, or the module `lull info` names); 0 otherwise. Without it, 0 unless
 the runner itself failed. --lean picks the subset the meson suite `kut`
 runs (LEAN_TESTS).
 """
 
 import argparse
-import hashlib
 import os
 import re
 import shlex
@@ -50,10 +51,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
-DEFAULT_TARBALL = os.path.normpath(
-    os.path.join(SOURCE_ROOT, "..", "shared", "third_party", "kvm-unit-tests.tar.gz"))
 NESTED = os.path.join(SOURCE_ROOT, "tests", "nested", "lull-nested")
 NESTED_LOCK = "/tmp/lull-nested.lock"
+sys.path.insert(0, os.path.join(SOURCE_ROOT, "scripts"))
+import qemu_ref  # noqa: E402  (the reference's -cpu model)
 # The runner's QEMU (7.2) emulates SVM without the STI interrupt shadow
 # across a #VMEXIT: VMRUN does not reload it from the VMCB (fixed in QEMU
 # 9.1, "target/i386: fix INHIBIT_IRQ/TF/RF handling for VMRUN"). A host
@@ -131,45 +132,33 @@ def log(msg):
     print(f"kut: {msg}", file=sys.stderr, flush=True)
 
 
-# ---- building kvm-unit-tests ------------------------------------------
+# ---- the user's kvm-unit-tests build ----------------------------------
 
-def tarball_digest(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def find_kut(kut_dir, skip_without):
+    """The kvm-unit-tests tree to run; without one, SKIP (77) or an error."""
+    why = None
+    if not kut_dir:
+        why = ("no kvm-unit-tests build given: point --kut-dir or LULL_KUT_DIR at a "
+               "kvm-unit-tests tree built with ./configure --arch=x86_64 && make")
+    elif not os.path.isfile(os.path.join(kut_dir, "x86", "unittests.cfg")):
+        why = f"{kut_dir} is not a kvm-unit-tests tree (no x86/unittests.cfg)"
+    elif not any(f.endswith(".flat") for f in os.listdir(os.path.join(kut_dir, "x86"))):
+        why = f"{kut_dir} is not built for x86_64 (no x86/*.flat: run make there)"
+    if why is None:
+        return os.path.abspath(kut_dir)
+    if skip_without:
+        print(f"kut: SKIP {why}", flush=True)
+        sys.exit(SCRIPT_SKIP)
+    raise SystemExit(f"kut: {why}")
 
 
-def build_kut(tarball, workdir, jobs, skip_without):
-    """kvm-unit-tests built under workdir; returns its source directory."""
-    if not os.path.isfile(tarball):
-        why = (f"no kvm-unit-tests tarball at {tarball} "
-               "(give --tarball or LULL_KUT_TARBALL)")
-        if skip_without:
-            print(f"kut: SKIP {why}", flush=True)
-            sys.exit(SCRIPT_SKIP)
-        raise SystemExit(f"kut: {why}")
-    digest = tarball_digest(tarball)
-    src = os.path.join(workdir, "kvm-unit-tests")
-    stamp = os.path.join(workdir, "built-from")
-    if os.path.exists(stamp) and open(stamp).read().strip() == digest:
-        return src
-    log(f"building kvm-unit-tests from {tarball} in {workdir}")
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(workdir)
-    subprocess.run(["tar", "-xzf", tarball, "-C", workdir], check=True)
-    if not os.path.isdir(src):
-        raise SystemExit(f"kut: {tarball} has no kvm-unit-tests/ directory")
-    out = os.path.join(workdir, "build.log")
-    with open(out, "w") as logf:
-        for cmd in (["./configure", "--arch=x86_64"], ["make", f"-j{jobs}"]):
-            r = subprocess.run(cmd, cwd=src, stdout=logf, stderr=subprocess.STDOUT)
-            if r.returncode:
-                raise SystemExit(f"kut: '{' '.join(cmd)}' failed ({r.returncode}); see {out}")
-    with open(stamp, "w") as f:
-        f.write(digest + "\n")
-    return src
+def host_kvm(lull):
+    """The module `lull info` names for /dev/kvm (kvm_amd, kvm_pvm...)."""
+    p = subprocess.run([lull, "info"], capture_output=True, text=True)
+    m = re.search(r"^kvm: (\S+)$", p.stdout, re.M)
+    if p.returncode or not m:
+        raise SystemExit(f"kut: lull info failed ({p.returncode}): {p.stderr.strip()}")
+    return m.group(1)
 
 
 # ---- unittests.cfg ----------------------------------------------------
@@ -243,7 +232,7 @@ def env_file(test, tmp):
 
 def command(vmm, test, image, env, cfg):
     if vmm == "qemu":
-        cpu = "host," + ("+x2apic" if test.x2apic else "-x2apic")
+        cpu = qemu_ref.cpu(cfg.qemu, ",+x2apic" if test.x2apic else ",-x2apic")
         cmd = [cfg.qemu, "-nodefaults", "-no-user-config", "-display", "none",
                "-serial", "stdio", "-no-reboot", "-machine", "q35,accel=kvm",
                "-cpu", cpu, "-smp", str(test.smp), "-m", f"{test.mem_mb}M",
@@ -356,8 +345,9 @@ def run_one(vmm, test, image, env, cfg):
 
 # ---- the known lull failures (docs/guests.md) ------------------------
 
-def read_known(path):
-    """{(test, sub-test or "*"): reason} from the "kvm-unit-tests on lull" table."""
+def read_known(path, kvm):
+    """{(test, sub-test or "*"): reason} from the "kvm-unit-tests on lull"
+    table: its rows for any KVM and those for kvm, the host's."""
     known, in_section, in_table = {}, False, False
     with open(path) as f:
         for line in f:
@@ -368,13 +358,14 @@ def read_known(path):
                 in_table = False
                 continue
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if cells[:3] == ["test", "sub-test", "reason"]:
+            if cells[:4] == ["test", "sub-test", "kvm", "reason"]:
                 in_table = True  # the section's other tables are results
                 continue
-            if not in_table or len(cells) < 3 or set(cells[0]) <= set("-: "):
+            if not in_table or len(cells) < 4 or set(cells[0]) <= set("-: "):
                 continue
-            test, sub, reason = cells[0].strip("`"), cells[1].strip("`"), cells[2]
-            if reason:
+            test, sub = cells[0].strip("`"), cells[1].strip("`")
+            where, reason = cells[2].strip("`"), cells[3]
+            if reason and where in ("any", kvm):
                 known[(test, sub)] = reason
     return known
 
@@ -499,7 +490,8 @@ def run_here(cfg, names, tests, kut_src):
         print(f"\nlogs: {log_dir}")
     if not cfg.known:
         return 0
-    known = read_known(cfg.known)
+    kvm = host_kvm(cfg.lull)
+    known = read_known(cfg.known, kvm)
     bad = {}
     for n in names:
         res = results[n].get("lull")
@@ -508,12 +500,13 @@ def run_here(cfg, names, tests, kut_src):
             if u:
                 bad[n] = u
     if bad:
-        print(f"\nlull failures not listed in {cfg.known} (\"kvm-unit-tests on lull\"):")
+        print(f"\nlull failures on {kvm} not listed in {cfg.known} "
+              "(\"kvm-unit-tests on lull\"):")
         for n, subs in bad.items():
             for s in subs:
                 print(f"  {n}: {s}")
         return 1
-    print(f"\nevery lull failure is listed in {cfg.known} with its reason")
+    print(f"\nevery lull failure on {kvm} is listed in {cfg.known} with its reason")
     return 0
 
 
@@ -523,9 +516,8 @@ def main(argv):
                     help="lull's meson build directory (default: build)")
     ap.add_argument("--lull", default=None, help="default: BUILD/vmm/lull")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
-    ap.add_argument("--tarball", default=os.environ.get("LULL_KUT_TARBALL", DEFAULT_TARBALL))
-    ap.add_argument("--kut-dir", default=None,
-                    help="where kvm-unit-tests is built (default: BUILD/kut)")
+    ap.add_argument("--kut-dir", default=os.environ.get("LULL_KUT_DIR"),
+                    help="a kvm-unit-tests tree built for x86_64 (default: $LULL_KUT_DIR)")
     ap.add_argument("--tests", default=None, help="comma-separated unittests.cfg names")
     ap.add_argument("--lean", action="store_true", help="the meson suite's subset")
     ap.add_argument("--vmm", default="lull,qemu", help="lull, qemu or both (default)")
@@ -538,8 +530,9 @@ def main(argv):
                     "runner, whose KVM runs on an emulated CPU)")
     ap.add_argument("--log-dir", default=None)
     ap.add_argument("--nested-timeout", type=int, default=1200)
-    ap.add_argument("--skip-without-tarball", action="store_true",
-                    help="no tarball: say SKIP with the reason and exit 77 (meson's skip)")
+    ap.add_argument("--skip-without-build", action="store_true",
+                    help="no kvm-unit-tests build: say SKIP with the reason and exit 77 "
+                    "(meson's skip)")
     ap.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--pin-cpu", type=int, default=None, help=argparse.SUPPRESS)
     cfg = ap.parse_args(argv)
@@ -551,13 +544,7 @@ def main(argv):
     for v in cfg.vmm:
         if v not in ("lull", "qemu"):
             ap.error(f"--vmm: no VMM '{v}' (lull, qemu)")
-    kut_dir = os.path.abspath(cfg.kut_dir or os.path.join(cfg.build, "kut"))
-
-    if cfg.inside:
-        kut_src = os.path.join(kut_dir, "kvm-unit-tests")
-    else:
-        kut_src = build_kut(cfg.tarball, kut_dir, os.cpu_count() or 2,
-                            cfg.skip_without_tarball)
+    kut_src = kut_dir = find_kut(cfg.kut_dir, cfg.skip_without_build)
     all_tests = read_unittests_cfg(os.path.join(kut_src, "x86", "unittests.cfg"))
     for n, c in EXTRA_TESTS.items():
         all_tests.setdefault(n, c)
