@@ -63,6 +63,8 @@ import sys
 import tempfile
 import threading
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import qemu_ref  # noqa: E402  (the QEMU/KVM reference's one command line)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNNER = os.path.join(ROOT, "tests", "nested", "lull-nested")
@@ -250,13 +252,8 @@ def lull_command(cfg, timer_mode, mode, hz, stats, max_defer=None):
 
 
 def qemu_command(cfg, mode, hz):
-    # -cpu host: KVM's CPUID, TSC-deadline and x2APIC included (the default
-    # model has no TSC-deadline timer)
-    return [cfg.qemu, "-nodefaults", "-no-user-config", "-display", "none",
-            "-serial", "stdio", "-m", "32M", "-smp", "1", "-accel", "kvm",
-            "-cpu", "host", "-machine", "microvm,pit=off,pic=off,rtc=off",
-            "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-            "-kernel", cfg.elf, "-append", guest_cmdline(mode, hz, cfg.seconds)]
+    return qemu_ref.command(cfg.elf, cfg.qemu, mem="32M",
+                            append=guest_cmdline(mode, hz, cfg.seconds))
 
 
 def run_one(cfg, vmm, mode, hz, tmp, max_defer=None):

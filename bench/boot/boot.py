@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import qemu_ref  # noqa: E402  (the QEMU/KVM reference's one command line)
 
 HELLO_LINE = b"hello: "
 
@@ -135,11 +137,7 @@ def main():
         return [lull, "run", "--mem", args.mem, elf]
 
     def qemu_cmd(elf):
-        return [qemu, "-machine", "microvm", "-accel", "kvm", "-m", args.mem,
-                "-nodefaults", "-no-user-config", "-display", "none",
-                "-serial", "stdio",
-                "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-                "-kernel", elf]
+        return qemu_ref.command(elf, qemu, mem=args.mem)
 
     lull_argv = lull_cmd(guest)
     qemu_argv = qemu_cmd(guest) if qemu else None

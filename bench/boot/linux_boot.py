@@ -30,6 +30,8 @@ import statistics
 import subprocess
 import sys
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import qemu_ref  # noqa: E402  (the QEMU/KVM reference's one command line)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "density"))
 import linux_idle  # noqa: E402  (the cached kernel's location)
@@ -40,11 +42,8 @@ START = b"lull-init: start"
 def command(cfg, vmm, vcpus):
     append = f"console=ttyS0 lull_init=check lull_expect_cpus={vcpus}"
     if vmm == "qemu":
-        return [cfg.qemu, "-nodefaults", "-no-user-config", "-display", "none",
-                "-serial", "stdio", "-no-reboot", "-m", cfg.mem, "-smp", str(vcpus),
-                "-accel", "kvm", "-cpu", "host",
-                "-machine", "microvm,pit=off,pic=off,rtc=off",
-                "-kernel", cfg.kernel, "-initrd", cfg.initramfs, "-append", append]
+        return qemu_ref.command(cfg.kernel, cfg.qemu, vcpus, cfg.mem,
+                                initrd=cfg.initramfs, append=append)
     return [cfg.lull, "run", "--vcpus", str(vcpus), "--mem", cfg.mem,
             "--initrd", cfg.initramfs, "--cmdline", append, cfg.kernel]
 

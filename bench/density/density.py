@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import qemu_ref  # noqa: E402  (the QEMU/KVM reference's one command line)
 
 MODES = ("lull-deferrable", "lull-strict", "qemu")
 DEFAULT_VMS = (1, 8, 32, 128, 512)
@@ -265,11 +267,8 @@ class Point:
                     "--cmdline", gargs,
                     "--timeout", str(self.guest_seconds + 30),
                     "--stats", vm.stats_path, cfg.elf]
-        return [cfg.qemu, "-nodefaults", "-no-user-config", "-display", "none",
-                "-serial", "stdio", "-m", cfg.qemu_mem, "-smp", str(cfg.vcpus),
-                "-accel", "kvm", "-machine", "microvm,pit=off,pic=off,rtc=off",
-                "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-                "-kernel", cfg.elf, "-append", gargs]
+        return qemu_ref.command(cfg.elf, cfg.qemu, cfg.vcpus, cfg.qemu_mem,
+                                append=gargs)
 
     def spawn(self, vm):
         cmd = self.command(vm)

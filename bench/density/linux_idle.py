@@ -12,7 +12,7 @@ One vCPU each (--vcpus 2 or 4 for more). Modes:
   lull-deferrable       lull run --timer-mode deferrable
   lull-strict           lull run --timer-mode strict
   qemu                  QEMU microvm with KVM's in-kernel irqchip, -cpu
-                        host,kvm-pv-eoi=off (QEMU_CPU: why, there)
+                        <probed>,kvm-pv-eoi=off (QEMU_CPU_FEATURES: why)
   lull-nohz-off         the guest ticks periodically at its HZ (250 in
                         Debian's kernel), like older or simpler guests:
                         nohz=off highres=off lapic=notscdeadline, so the
@@ -25,7 +25,7 @@ One vCPU each (--vcpus 2 or 4 for more). Modes:
   lull-defer-1s         a halted vCPU's APIC timer (any mode) waits for the
                         next multiple of 15/16 of the bound on the host's clock
   lull-no-pv-eoi        lull deferrable with --no-pv-eoi: every EOI an exit,
-                        as on QEMU_CPU (not in the default --modes)
+                        as on QEMU_CPU_FEATURES (not in the default --modes)
 
 A point spawns its N VMs at once, waits until each printed its ready marker
 (boot-to-init: spawn -> marker on its console, host time), then measures a
@@ -79,6 +79,8 @@ import tempfile
 import time
 
 import density
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import qemu_ref  # noqa: E402  (the QEMU/KVM reference's one command line)
 
 READY = b"lull-init: ready"
 CENSUS_START = b"lull-init: census start"
@@ -91,8 +93,9 @@ DEFAULT_MODES = MODES[:-1]
 # boot at random points (with ACPI or acpi=off, nohz=off, tsc=reliable,
 # lapic=notscdeadline alike) with interrupts disabled, spinning on a lock
 # (QEMU monitor: IF=0, HLT=0, one RIP, RAX=0x101); see docs/benchmarks.md.
-# Without KVM's paravirtual EOI it boots: kvm-pv-eoi=off.
-QEMU_CPU = "host,kvm-pv-eoi=off"
+# Without KVM's paravirtual EOI it boots: kvm-pv-eoi=off, added to the
+# reference's probed model (scripts/qemu_ref.py).
+QEMU_CPU_FEATURES = ",kvm-pv-eoi=off"
 QEMU_APPEND = ""
 PERIODIC_TICK = "nohz=off highres=off lapic=notscdeadline"
 # mode -> (lull timer mode or None for QEMU, --apic-max-defer ns, extra guest words)
@@ -169,12 +172,9 @@ def vm_command(cfg, mode, init, stats, timeout, console="ttyS0"):
     if timer_mode is None:
         # QEMU_APPEND: see its comment; the words QEMU's guest needs to reach
         # init in the nested runner at all
-        return [cfg.qemu, "-nodefaults", "-no-user-config", "-display", "none",
-                "-serial", "stdio", "-no-reboot", "-m", cfg.mem, "-smp", str(cfg.vcpus),
-                "-accel", "kvm", "-cpu", QEMU_CPU,
-                "-machine", "microvm,pit=off,pic=off,rtc=off",
-                "-kernel", cfg.kernel, "-initrd", cfg.initramfs,
-                "-append", append + QEMU_APPEND]
+        return qemu_ref.command(cfg.kernel, cfg.qemu, cfg.vcpus, cfg.mem,
+                                QEMU_CPU_FEATURES, cfg.initramfs,
+                                append + QEMU_APPEND)
     cmd = [cfg.lull, "run", "--vcpus", str(cfg.vcpus), "--mem", cfg.mem,
            "--timer-mode", timer_mode] + LULL_ARGS.get(mode, [])
     if max_defer is not None:
@@ -790,7 +790,7 @@ def write_results(cfg, argv, results, partial=False):
                    "partial": partial, "emulated_host": density.EMULATED,
                    "kernel": cfg.kernel, "mem": cfg.mem, "ksm_merge_s": cfg.ksm,
                    "vcpus": cfg.vcpus, "census_s": cfg.census_seconds if cfg.census else None,
-                   "qemu_cpu": QEMU_CPU, "qemu_append": QEMU_APPEND.strip(),
+                   "qemu_cpu": qemu_ref.describe(*qemu_ref.probe(cfg.qemu)) + QEMU_CPU_FEATURES, "qemu_append": QEMU_APPEND.strip(),
                    "results": results}, f, indent=1)
         f.write("\n")
 

@@ -73,7 +73,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench", "density"))
 import density  # noqa: E402  (OWNED, set_pdeathsig, kill_owned)
-import linux_idle  # noqa: E402  (vm_command, MODE_SPEC, QEMU_CPU)
+import linux_idle  # noqa: E402  (vm_command, MODE_SPEC, QEMU_CPU_FEATURES)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import qemu_ref  # noqa: E402  (the reference's -cpu, for the record)
 
 RUNNER = os.path.join(ROOT, "tests", "nested", "lull-nested")
 MKINITRAMFS = os.path.join(ROOT, "scripts", "mkinitramfs")
@@ -502,7 +504,7 @@ def write_results(cfg, results, partial=False):
     meta.update(command=cfg.command, date=datetime.datetime.now(datetime.timezone.utc)
                 .isoformat(timespec="seconds"), partial=partial,
                 nested=bool(cfg.inner or os.environ.get("LULL_NESTED_RUNNER") == "1"),
-                qemu_cpu=linux_idle.QEMU_CPU, results=results)
+                qemu_cpu=qemu_ref.describe(*qemu_ref.probe(cfg.qemu)) + linux_idle.QEMU_CPU_FEATURES, results=results)
     tmp = os.path.join(cfg.out, "results.json.tmp")
     with open(tmp, "w") as f:
         json.dump(meta, f, indent=1)
