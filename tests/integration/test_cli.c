@@ -3,8 +3,8 @@
  * The command line: bad options end with status 64, bad guest files with
  * 65, each with a clear sentence on stderr; --help lists every option.
  * Everything here fails before lull opens /dev/kvm, so this suite runs on
- * any host; the --vcpus limit that KVM itself reports is tested in
- * test_cli_kvm.c.
+ * any host (lull info, which opens it, passes with or without one); the
+ * --vcpus limit that KVM itself reports is tested in test_cli_kvm.c.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -479,6 +479,37 @@ Test(cli, help_lists_every_option_in_the_source_table)
 	}
 	cr_assert_geq(n, 10, "found only %d options in %s", n, path);
 	free(src);
+	run_free(&r);
+}
+
+Test(cli, info_takes_no_arguments)
+{
+	check_usage(USAGE("info", "--verbose"), USAGE("info", "--verbose"));
+}
+
+/*
+ * lull info on any host: the KVM it finds, or where /dev/kvm cannot be
+ * opened, status 69 with the sentence lull run gives for it.
+ */
+Test(cli, info_names_the_kvm_or_why_not)
+{
+	const char *why = kvm_unavailable();
+	struct run r;
+
+	run_lull(&r, LIMIT_S, "info", NULL);
+	if (why) {
+		cr_assert_eq(r.status, 69, "status %d (%s)\nstderr:\n%s",
+			     r.status, why, r.err);
+		assert_sentence(r.err, USAGE("/dev/kvm"));
+		cr_assert_str_empty(r.out, "stdout:\n%s", r.out);
+	} else {
+		cr_assert_eq(r.status, 0, "status %d\nstderr:\n%s", r.status,
+			     r.err);
+		cr_assert(strstr(r.out, "kvm: ") &&
+				  strstr(r.out, "hardware virtualization: ") &&
+				  strstr(r.out, "feature user_space_msr: "),
+			  "stdout:\n%s", r.out);
+	}
 	run_free(&r);
 }
 
