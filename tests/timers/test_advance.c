@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The timer advance's estimate (timers/advance.h), on laid-out times: the
+ * wake moves ahead by the estimate, a wake within it runs ahead to the
+ * target behind a gate at the target, the error at the gate corrects the
+ * estimate by an eighth, outliers teach nothing, and it never leaves
+ * [0, ADVANCE_MAX_NS].
+ */
+#include <criterion/criterion.h>
+
+#include "timers/advance.h"
+
+#define T 1000000000ull /* a target far from zero */
+
+Test(advance, off_wakes_at_the_target_and_never_gates)
+{
+	struct advance a;
+
+	advance_init(&a, false);
+	cr_assert_eq(advance_wake_at(&a, T), T);
+	cr_assert_eq(advance_catch_up(&a, T - 5), T - 5);
+	cr_assert_eq(advance_gate(&a), 0);
+}
+
+Test(advance, wakes_ahead_runs_to_the_target_and_gates_there)
+{
+	struct advance a;
+
+	advance_init(&a, true);
+	cr_assert_eq(advance_wake_at(&a, T), T - ADVANCE_INIT_NS);
+	/* woken 2 us after the early wake: the timers run to T, held at T */
+	cr_assert_eq(advance_catch_up(&a, T - ADVANCE_INIT_NS + 2000), T);
+	cr_assert_eq(advance_gate(&a), T);
+	cr_assert_eq(a.ran_ahead, 1);
+}
+
+Test(advance, a_wake_well_before_is_not_the_target_s)
+{
+	struct advance a;
+
+	advance_init(&a, true);
+	advance_wake_at(&a, T);
+	/* an IPI woke it 1 ms before: run to now, no gate, target gone */
+	cr_assert_eq(advance_catch_up(&a, T - 1000000), T - 1000000);
+	cr_assert_eq(advance_gate(&a), 0);
+	cr_assert_eq(advance_catch_up(&a, T - 1000), T - 1000);
+}
+
+Test(advance, early_arrival_waits_and_shrinks_the_estimate)
+{
+	struct advance a;
+
+	advance_init(&a, true);
+	advance_wake_at(&a, T);
+	advance_catch_up(&a, T - ADVANCE_INIT_NS);
+	/* at the gate 8 us early: waited 8 us, the estimate loses 1 us */
+	advance_entered(&a, T - 8000);
+	cr_assert_eq(a.waits, 1);
+	cr_assert_eq(a.wait_ns, 8000);
+	cr_assert_eq(a.ns, ADVANCE_INIT_NS - 1000);
+	cr_assert_eq(advance_gate(&a), 0);
+}
+
+Test(advance, late_wake_grows_the_estimate)
+{
+	struct advance a;
+
+	advance_init(&a, true);
+	advance_wake_at(&a, T);
+	/* woken 80 us after the target: no run-ahead, but the gate is there
+	 * to learn from, and the entry 80 us late adds 10 us */
+	cr_assert_eq(advance_catch_up(&a, T + 80000), T + 80000);
+	advance_entered(&a, T + 80000);
+	cr_assert_eq(a.late, 1);
+	cr_assert_eq(a.late_ns, 80000);
+	cr_assert_eq(a.ns, ADVANCE_INIT_NS + 10000);
+	cr_assert_eq(a.ran_ahead, 0);
+}
+
+Test(advance, an_outlier_teaches_nothing)
+{
+	struct advance a;
+
+	advance_init(&a, true);
+	advance_wake_at(&a, T);
+	advance_catch_up(&a, T + 10 * ADVANCE_MAX_NS);
+	advance_entered(&a, T + 10 * ADVANCE_MAX_NS);
+	cr_assert_eq(a.ns, ADVANCE_INIT_NS);
+	cr_assert_eq(a.late, 1);
+}
+
+/* Converges on a steady way back, and stays inside its bounds. */
+Test(advance, converges_and_stays_bounded)
+{
+	struct advance a;
+	uint64_t target = T;
+
+	advance_init(&a, true);
+	for (int i = 0; i < 200; i++, target += 1000000) {
+		uint64_t woke = advance_wake_at(&a, target) + 150000;
+
+		advance_entered(&a, (advance_catch_up(&a, woke), woke));
+	}
+	cr_assert(a.ns > 149000 && a.ns <= 150000, "estimate %lu", a.ns);
+	for (int i = 0; i < 200; i++, target += 1000000) {
+		uint64_t woke = advance_wake_at(&a, target) + ADVANCE_MAX_NS;
+
+		advance_catch_up(&a, woke);
+		advance_entered(&a, woke);
+		cr_assert_leq(a.ns, ADVANCE_MAX_NS);
+	}
+	for (int i = 0; i < 200; i++, target += 1000000) {
+		uint64_t woke = advance_wake_at(&a, target);
+
+		advance_catch_up(&a, woke);
+		advance_entered(&a, woke); /* arrives a whole estimate early */
+	}
+	cr_assert_lt(a.ns, 1000, "estimate %lu", a.ns);
+}

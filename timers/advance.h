@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * advance: a hard timer's host wake, moved earlier by what the way back
+ * to the guest costs, so that its interrupt lands at its expiry.
+ *
+ * A vCPU woken at a timer's expiry delivers it late by the time from the
+ * host's timer to the vCPU being back in KVM_RUN with the vector staged:
+ * the host's wake latency and lull's own work. KVM's in-kernel APIC
+ * closes the same gap (lapic_timer_advance): it arms its host timer early
+ * by an estimate of that time and, at entry, waits out what is left. An
+ * advance does the same for one wake path of one vCPU:
+ *
+ *   advance_wake_at    the host wake for `target` is armed estimate ns
+ *                      before it;
+ *   advance_catch_up   woken within the estimate of the target, the
+ *                      catch-up runs the timers up to the target at once,
+ *                      so that everything due by then is taken and staged;
+ *   advance_gate       just before KVM_RUN the thread waits until the host
+ *                      clock reaches the target (advance_gate says until
+ *                      when): no vector is seen before its expiry, by
+ *                      construction;
+ *   advance_entered    the error there (early: the wait; late: what the
+ *                      estimate missed) corrects the estimate by 1/8, as
+ *                      KVM's does; an error beyond ADVANCE_MAX_NS (a
+ *                      preempted thread, a long exit) is not learned from.
+ *
+ * The estimate starts at ADVANCE_INIT_NS and stays within
+ * [0, ADVANCE_MAX_NS]: no wake is ever more than that early, and no wait
+ * longer. Pure time: no clock is read here, no vCPU known.
+ */
+#ifndef LULL_TIMERS_ADVANCE_H
+#define LULL_TIMERS_ADVANCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ADVANCE_INIT_NS 10000ull
+#define ADVANCE_MAX_US 500
+#define ADVANCE_MAX_NS (ADVANCE_MAX_US * 1000ull)
+
+struct advance {
+	bool enabled;
+	uint64_t ns; /* the estimate */
+	uint64_t target; /* the armed wake's expiry; 0: none */
+	uint64_t gate; /* after a run-ahead: enter not before; 0: none */
+	/* what it cost and bought */
+	uint64_t ran_ahead; /* catch-ups that ran the timers to a target */
+	uint64_t waits; /* entries that waited for the gate */
+	uint64_t wait_ns; /* ...in all */
+	uint64_t late; /* entries that found the gate already past */
+	uint64_t late_ns; /* ...by this much in all */
+};
+
+void advance_init(struct advance *a, bool enabled);
+/* The host wake for a hard expiry `target`; remembers the target. */
+uint64_t advance_wake_at(struct advance *a, uint64_t target);
+/* Forgets the armed target and any gate (the thread sleeps instead). */
+void advance_cancel(struct advance *a);
+/* The time to run the timers to, woken at `now`: the target where it is
+ * at most the estimate ahead, else now. Woken for the target, early or
+ * late, it sets the gate, where the entry learns the error. */
+uint64_t advance_catch_up(struct advance *a, uint64_t now);
+/* Enter not before this (0: at once). */
+uint64_t advance_gate(const struct advance *a);
+/* The thread reached the gate at `arrived` (and then waited for it, if
+ * that was before it): count, learn, clear the gate. */
+void advance_entered(struct advance *a, uint64_t arrived);
+
+#endif
