@@ -125,17 +125,25 @@ static void take_nmis(struct vcpu *v)
 	v->nmi_taken = true;
 }
 
-/* Every return to the VMM: run whatever is due, hard and deferred alike.
- * Returns the time it ran them at. */
+/*
+ * Every return to the VMM: run whatever is due, hard and deferred alike.
+ * Woken for a hard expiry a little ahead of it (the timer advance), run
+ * up to that expiry now: its vector is staged while the thread would
+ * otherwise wait, and held at the gate until the expiry. Returns the
+ * host's time.
+ */
 static uint64_t catch_up(struct vcpu *v)
 {
-	uint64_t now = clock_now_ns();
+	uint64_t now = clock_now_ns(), until;
 
 	lateness_mark(&v->stats.late, LATE_PHASE_TAKE, now);
 	atomic_store(&v->kick_pending, false);
 	if (v->ops->resync)
 		v->ops->resync(v, now);
-	wheel_advance(&v->wheel, now);
+	until = advance_catch_up(
+		&v->advance[v->halted ? VCPU_WAKE_HALTED : VCPU_WAKE_RUNNING],
+		now);
+	wheel_advance(&v->wheel, until);
 	take_posted(v);
 	take_init_sipi(v);
 	take_nmis(v);
@@ -158,6 +166,36 @@ static void trace_late(const struct vcpu *v, const struct late_event *e)
 	fprintf(stderr,
 		"lull: vcpu %u: hard timer on vector 0x%02x, due at %.6f s, delivered %.3f ms late (ms: %s)\n",
 		v->index, e->vector, e->expiry / 1e9, e->late_ns / 1e6, causes);
+}
+
+/* Not before this may the guest see what was staged (0: at once). */
+static uint64_t gate(const struct vcpu *v)
+{
+	uint64_t a = advance_gate(&v->advance[VCPU_WAKE_HALTED]);
+	uint64_t b = advance_gate(&v->advance[VCPU_WAKE_RUNNING]);
+
+	return a > b ? a : b;
+}
+
+/*
+ * Just before KVM_RUN: a vector staged ahead of its expiry waits for it
+ * here, on the host's clock, by which the guest's own reads the expiry
+ * (a TSC deadline is taken only once tsc_to_ns says so); the timer
+ * advance learns how early or late this arrival was.
+ */
+static void wait_for_gate(struct vcpu *v)
+{
+	uint64_t until = gate(v), arrived, now;
+
+	if (!until)
+		return;
+	arrived = now = clock_now_ns();
+	while (now < until) {
+		__builtin_ia32_pause();
+		now = clock_now_ns();
+	}
+	for (unsigned p = 0; p < VCPU_WAKE_PATHS; p++)
+		advance_entered(&v->advance[p], arrived);
 }
 
 static void record_delivery(struct vcpu *v, uint8_t vector, uint64_t now)
@@ -224,7 +262,10 @@ static void inject(struct vcpu *v)
 				return;
 			}
 		}
-		record_delivery(v, (uint8_t)vector, clock_now_ns());
+		/* seen by the guest at the gate, if it has to wait for one */
+		uint64_t at = clock_now_ns(), held = gate(v);
+
+		record_delivery(v, (uint8_t)vector, held > at ? held : at);
 		apic_delivered(&v->apic, (uint8_t)vector);
 		if (apic_deliverable(&v->apic) >= 0)
 			run->request_interrupt_window = 1;
@@ -307,14 +348,21 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 
 	v->halted = true;
 	apic_halting(v);
+	advance_cancel(&v->advance[VCPU_WAKE_RUNNING]);
 	for (;;) {
-		uint64_t deadline;
+		struct advance *adv = &v->advance[VCPU_WAKE_HALTED];
+		uint64_t deadline, now;
 		int r;
 
-		catch_up(v);
-		if (stopping(v) || ready(v))
+		now = catch_up(v);
+		if (stopping(v) || ready(v)) {
+			v->caught_up_at = now;
 			break;
-		deadline = due_by(v, wheel_next_hard_expiry(&v->wheel));
+		}
+		/* staged ahead, but not taken now: the gate waits for nothing */
+		advance_cancel(adv);
+		deadline = advance_wake_at(
+			adv, due_by(v, wheel_next_hard_expiry(&v->wheel)));
 
 		atomic_store(&v->state, VCPU_IDLE);
 		if (atomic_load(&v->kick_pending)) {
@@ -533,8 +581,10 @@ static void *vcpu_thread(void *arg)
 		return NULL;
 	switches_before = thread_voluntary_switches();
 	while (!stopping(v)) {
-		uint64_t now = catch_up(v), kick_at;
+		uint64_t now = v->caught_up_at ? v->caught_up_at : catch_up(v);
+		uint64_t kick_at, hard_at, early;
 
+		v->caught_up_at = 0;
 		if (v->wait_for_sipi) {
 			sleep_until(v, sipi_came);
 			continue;
@@ -547,6 +597,19 @@ static void *vcpu_thread(void *arg)
 		 * interrupts and never run its own code.
 		 */
 		kick_at = due_by(v, wheel_next_expiry(&v->wheel));
+		hard_at = due_by(v, wheel_next_hard_expiry(&v->wheel));
+		/*
+		 * A hard timer's kick comes ahead by the estimate; not a
+		 * deferrable timer's, nor one the guest's minimum run would
+		 * hold off anyway (a storm of timers faster than the way
+		 * back: there the advance would only spin).
+		 */
+		early = advance_wake_at(&v->advance[VCPU_WAKE_RUNNING],
+					kick_at == hard_at ? kick_at : 0);
+		if (kick_at == hard_at && early >= now + VCPU_MIN_RUN_NS)
+			kick_at = early;
+		else
+			advance_wake_at(&v->advance[VCPU_WAKE_RUNNING], 0);
 		if (kick_at < now + VCPU_MIN_RUN_NS)
 			kick_at = now + VCPU_MIN_RUN_NS;
 		arm_kick_timer(v, kick_at);
@@ -558,6 +621,7 @@ static void *vcpu_thread(void *arg)
 			continue;
 		}
 		apic_pv_eoi_offer(v);
+		wait_for_gate(v);
 		lateness_mark(&v->stats.late, LATE_PHASE_GUEST, clock_now_ns());
 		r = ioctl(v->fd, KVM_RUN, 0);
 		lateness_mark(&v->stats.late, LATE_PHASE_VMM, clock_now_ns());

@@ -54,6 +54,7 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	wheel_init(&v->wheel, now, 0);
 	apic_init(v, index == 0);
 	lateness_init(&v->stats.late, VCPU_LATE_THRESHOLD_NS);
+	vcpu_set_advance(v, true);
 	v->idle.kick_fd = -1;
 
 	if (vm_fd < 0)
@@ -85,6 +86,12 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	v->run->kvm_valid_regs = (v->sync_regs ? KVM_SYNC_X86_REGS : 0) |
 				 (v->sync_events ? KVM_SYNC_X86_EVENTS : 0);
 	return 0;
+}
+
+void vcpu_set_advance(struct vcpu *v, bool on)
+{
+	for (unsigned p = 0; p < VCPU_WAKE_PATHS; p++)
+		advance_init(&v->advance[p], on);
 }
 
 void vcpu_destroy(struct vcpu *v)

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "timers/advance.h"
 #include "timers/periodic.h"
 #include "timers/wheel.h"
 #include "vcpu/apic.h"
@@ -116,6 +117,13 @@ struct vcpu_stats {
 
 enum vcpu_state { VCPU_IN_VMM, VCPU_IN_GUEST, VCPU_IDLE };
 
+/* The two ways back to a hard timer, each with its timer advance. */
+enum vcpu_wake_path {
+	VCPU_WAKE_HALTED, /* from the idle wait */
+	VCPU_WAKE_RUNNING, /* the kick out of KVM_RUN */
+	VCPU_WAKE_PATHS
+};
+
 struct vcpu {
 	unsigned index;
 	int fd; /* -1 for a vCPU without KVM (unit tests) */
@@ -160,6 +168,13 @@ struct vcpu {
 	atomic_uint nmi_posted; /* NMIs sent, not yet queued in KVM */
 	bool nmi_taken; /* one was queued since the vCPU halted: it wakes */
 
+	/* hard timers' wakes moved earlier by what the way back costs,
+	 * their vectors held until their expiry (timers/advance.h) */
+	struct advance advance[VCPU_WAKE_PATHS];
+	/* the idle wait's last catch-up, when it ended the wait: the loop
+	 * takes it rather than run another */
+	uint64_t caught_up_at;
+
 	struct vcpu_stats stats;
 };
 
@@ -174,6 +189,8 @@ void vcpu_destroy(struct vcpu *v);
  * delivered and the scheduler's view of the thread (schedstat) is
  * sampled. Before vcpu_start. */
 void vcpu_set_lateness(struct vcpu *v, uint64_t threshold_ns, bool trace);
+/* The timer advance on or off (it is on unless told). Before vcpu_start. */
+void vcpu_set_advance(struct vcpu *v, bool on);
 int vcpu_start(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 

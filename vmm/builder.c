@@ -445,6 +445,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 				      vm->cfg.missed_ticks);
 		vcpu_set_lateness(v, vm->cfg.late_threshold_ns,
 				  vm->cfg.trace_late);
+		vcpu_set_advance(v, !vm->cfg.no_timer_advance);
 		if (vm->cfg.no_x2apic)
 			apic_hide_x2apic(v);
 		if (vm->cfg.no_pv_eoi)

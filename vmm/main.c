@@ -78,6 +78,10 @@ static const char usage_text[] =
 								      "                             the vCPU thread waiting for a CPU (preempted)\n"
 								      "                             and the time it slept in lull's work (blocked),\n"
 								      "                             at a system call per vCPU exit\n"
+								      "      --no-timer-advance     wake for a hard timer at its expiry, not ahead of\n"
+								      "                             it: by default lull wakes a vCPU early by what its\n"
+								      "                             way back to the guest costs (learned per vCPU, at\n"
+								      "                             most " TO_STRING(ADVANCE_MAX_US) " us) and holds the vector until the expiry\n"
 								      "      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
 								      "      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
 								      "      --console-limit SIZE   write at most SIZE bytes of console output (K/M/G);\n"
@@ -116,6 +120,7 @@ enum {
 	OPT_SLOTS,
 	OPT_LATE_THRESHOLD,
 	OPT_TRACE_LATE,
+	OPT_NO_TIMER_ADVANCE,
 	OPT_TIMEOUT,
 	OPT_CONSOLE,
 	OPT_CONSOLE_LIMIT,
@@ -139,6 +144,7 @@ static const struct option long_options[] = {
 	{ "timer-slots", required_argument, NULL, OPT_SLOTS },
 	{ "late-threshold", required_argument, NULL, OPT_LATE_THRESHOLD },
 	{ "trace-late", no_argument, NULL, OPT_TRACE_LATE },
+	{ "no-timer-advance", no_argument, NULL, OPT_NO_TIMER_ADVANCE },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "console", required_argument, NULL, OPT_CONSOLE },
 	{ "console-limit", required_argument, NULL, OPT_CONSOLE_LIMIT },
@@ -322,6 +328,9 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			break;
 		case OPT_TRACE_LATE:
 			cfg->trace_late = true;
+			break;
+		case OPT_NO_TIMER_ADVANCE:
+			cfg->no_timer_advance = true;
 			break;
 		case OPT_TIMEOUT: {
 			char *end;

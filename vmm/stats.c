@@ -135,6 +135,30 @@ static void lateness_json(FILE *f, const struct lateness *l)
 	fputs("]}", f);
 }
 
+/* Per wake path: the estimate now, what it cost (the waits) and how
+ * often it fell short (late). */
+static void advance_json(FILE *f, const struct vcpu *v)
+{
+	static const char *const paths[VCPU_WAKE_PATHS] = {
+		[VCPU_WAKE_HALTED] = "halted",
+		[VCPU_WAKE_RUNNING] = "running",
+	};
+
+	fprintf(f, "\"timer_advance\": {\"enabled\": %s",
+		v->advance[0].enabled ? "true" : "false");
+	for (unsigned p = 0; p < VCPU_WAKE_PATHS; p++) {
+		const struct advance *a = &v->advance[p];
+
+		fprintf(f,
+			", \"%s\": {\"ns\": %lu, \"ran_ahead\": %lu, "
+			"\"waits\": %lu, \"wait_ns\": %lu, \"late\": %lu, "
+			"\"late_ns\": %lu}",
+			paths[p], a->ns, a->ran_ahead, a->waits, a->wait_ns,
+			a->late, a->late_ns);
+	}
+	fputs("}", f);
+}
+
 static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 {
 	const struct vcpu *v = &cpu->vcpu;
@@ -172,6 +196,8 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 	hist_json(f, "deferred_delay_ns", &s->deferred_delay_ns);
 	fputs(", ", f);
 	lateness_json(f, &s->late);
+	fputs(", ", f);
+	advance_json(f, v);
 	fputs("}", f);
 }
 

@@ -62,6 +62,7 @@ struct vm_config {
 	 * causes (--late-threshold); --trace-late prints each */
 	uint64_t late_threshold_ns;
 	bool trace_late;
+	bool no_timer_advance; /* --no-timer-advance: wake at the expiry */
 	double timeout_s; /* 0: none */
 	const char *cmdline; /* NULL: none given (a bzImage gets a default) */
 	const char *initrd_path; /* --initrd; NULL: none */
