@@ -23,6 +23,7 @@ which it used: "qemu-ref: -cpu MODEL".
 import argparse
 import functools
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -128,6 +129,19 @@ def command(kernel, qemu=QEMU, vcpus=1, mem="64M", features="", initrd=None,
     if append is not None:
         cmd += ["-append", append]
     return cmd
+
+
+def host_kvm(lull):
+    """(module, hardware) of this host's /dev/kvm as `lull info` says them:
+    ("kvm_pvm", False) on a KVM that emulates an ordinary guest; (None,
+    False) where lull cannot open /dev/kvm. A stock Linux guest needs
+    hardware: the harnesses that boot one run in tests/nested/lull-nested
+    where it is not."""
+    p = subprocess.run([lull, "info"], capture_output=True, text=True)
+    m = re.search(r"^kvm: (\S+)$", p.stdout, re.M)
+    if p.returncode or not m:
+        return None, False
+    return m.group(1), "hardware virtualization: yes" in p.stdout
 
 
 def main():

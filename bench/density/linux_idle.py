@@ -26,6 +26,8 @@ One vCPU each (--vcpus 2 or 4 for more). Modes:
                         next multiple of 15/16 of the bound on the host's clock
   lull-no-pv-eoi        lull deferrable with --no-pv-eoi: every EOI an exit,
                         as on QEMU_CPU_FEATURES (not in the default --modes)
+  lull-no-advance       lull deferrable with --no-timer-advance: hard timers
+                        woken at their expiry (not in the default --modes)
 
 A point spawns its N VMs at once, waits until each printed its ready marker
 (boot-to-init: spawn -> marker on its console, host time), then measures a
@@ -87,8 +89,9 @@ CENSUS_START = b"lull-init: census start"
 CENSUS_END = b"lull-init: census end"
 CENSUS_DONE = b"lull-init: census done"
 MODES = ("lull-deferrable", "lull-strict", "qemu", "lull-nohz-off", "lull-nohz-off-4ms",
-         "lull-nohz-off-20ms", "lull-defer-100ms", "lull-defer-1s", "lull-no-pv-eoi")
-DEFAULT_MODES = MODES[:-1]
+         "lull-nohz-off-20ms", "lull-defer-100ms", "lull-defer-1s", "lull-no-pv-eoi",
+         "lull-no-advance")
+DEFAULT_MODES = MODES[:-2]
 # The QEMU/KVM reference's -cpu. In the nested runner QEMU's guest hung in
 # boot at random points (with ACPI or acpi=off, nohz=off, tsc=reliable,
 # lapic=notscdeadline alike) with interrupts disabled, spinning on a lock
@@ -109,9 +112,10 @@ MODE_SPEC = {
     "lull-defer-100ms": ("deferrable", 100000000, ""),
     "lull-defer-1s": ("deferrable", 1000000000, ""),
     "lull-no-pv-eoi": ("deferrable", None, ""),
+    "lull-no-advance": ("deferrable", None, ""),
 }
 # mode -> lull's own options beyond MODE_SPEC's
-LULL_ARGS = {"lull-no-pv-eoi": ["--no-pv-eoi"]}
+LULL_ARGS = {"lull-no-pv-eoi": ["--no-pv-eoi"], "lull-no-advance": ["--no-timer-advance"]}
 
 
 def cached_bzimage():

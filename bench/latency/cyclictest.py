@@ -26,6 +26,8 @@ attempt is kept:
   lull-strict       lull run --timer-mode strict
   lull-no-pv-eoi    lull deferrable with --no-pv-eoi, as QEMU's -cpu above
                     (not in the default --modes)
+  lull-no-advance   lull deferrable with --no-timer-advance, to show what
+                    the timer advance buys (not in the default --modes)
 
 Per run and thread: completed periods (the histogram's count and its
 overflows; a wakeup later than a whole period skips the periods it
@@ -39,7 +41,8 @@ The packages are fetched once with `apt-get download` and cached beside
 the runner's kernel ($LULL_NESTED_CACHE or ~/.cache/lull-nested, in
 rt-tests/); the initramfs is built with scripts/mkinitramfs --file into
 BUILD/bench/latency/. Where /dev/kvm is missing the script runs itself
-inside tests/nested/lull-nested (under flock /tmp/lull-nested.lock, one
+inside tests/nested/lull-nested (also where /dev/kvm is kvm_pvm, whose
+emulator cannot run Debian's kernel; under flock /tmp/lull-nested.lock, one
 nested run at a time; --writable OUT), all of it in one runner run, and
 says so: the figures are then an emulated machine's, to compare side by
 side, not with hardware.
@@ -86,8 +89,8 @@ NESTED_LOCK = "/tmp/lull-nested.lock"
 # 115200 (lull's UART sends at once at any rate). Said on both VMMs'
 # command lines; the guest prints nothing while cyclictest measures.
 CONSOLE = "ttyS0,115200"
-MODES = ("qemu", "lull-deferrable", "lull-strict", "lull-no-pv-eoi")
-DEFAULT_MODES = MODES[:-1]
+MODES = ("qemu", "lull-deferrable", "lull-strict", "lull-no-pv-eoi", "lull-no-advance")
+DEFAULT_MODES = MODES[:-2]
 # Debian's packages: cyclictest, and what it links against
 PACKAGES = ("rt-tests", "libnuma1", "libc6")
 PROGRAM = "usr/bin/cyclictest"
@@ -591,7 +594,8 @@ def plot(res, out):
     if not runs:
         return None, "nothing to plot"
     style = {"qemu": "lc rgb '#7570b3'", "lull-deferrable": "lc rgb '#1b9e77'",
-             "lull-strict": "lc rgb '#d95f02'", "lull-no-pv-eoi": "lc rgb '#e7298a'"}
+             "lull-strict": "lc rgb '#d95f02'", "lull-no-pv-eoi": "lc rgb '#e7298a'",
+             "lull-no-advance": "lc rgb '#66a61e'"}
     # where the curves are drawn: every µs to 100, then 100 points a decade
     grid = sorted(set(range(1, 101)) | {round(10 ** (2 + k / 100))
                                         for k in range(1, 100 * 6)
@@ -680,7 +684,7 @@ def parse_args(argv):
                     help="vCPU counts, comma-separated (default 1,2)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES), metavar="LIST",
                     help="comma-separated subset of " + ",".join(MODES) +
-                    " (default all but lull-no-pv-eoi)")
+                    " (default all but lull-no-pv-eoi and lull-no-advance)")
     ap.add_argument("--repeat", type=int, default=1, metavar="R",
                     help="runs of every mode and vCPU count, interleaved (default 1)")
     ap.add_argument("--duration", type=int, default=20, metavar="S",
@@ -711,7 +715,8 @@ def parse_args(argv):
     ap.add_argument("--out", default=None, metavar="DIR",
                     help="results folder (default BUILD/latency/DATE-TIME)")
     ap.add_argument("--nested", choices=("auto", "always", "never"), default="auto",
-                    help="inside tests/nested/lull-nested: auto = when /dev/kvm is missing")
+                    help="inside tests/nested/lull-nested: auto = where /dev/kvm is missing "
+                    "or has no hardware virtualization (kvm_pvm)")
     ap.add_argument("--runner-mem", default="2G", metavar="SIZE",
                     help="the nested runner's RAM (default 2G)")
     ap.add_argument("--report", default=None, metavar="DIR",
@@ -758,7 +763,7 @@ def run_nested(cfg, argv):
     timeout = int(300 + len(cfg.vcpus) * len(cfg.modes) * cfg.repeat * per_vm)
     cmd = ["flock", NESTED_LOCK, RUNNER, "--timeout", str(timeout), "--mem", cfg.runner_mem,
            "--writable", cfg.out, "--"] + inner
-    log("/dev/kvm is missing here: running inside the nested runner (a standard KVM "
+    log("no hardware KVM here: running inside the nested runner (a standard KVM "
         "under QEMU's emulation):")
     log("  " + " ".join(shlex.quote(a) for a in cmd))
     t0 = time.monotonic()
@@ -786,12 +791,12 @@ def main(argv):
         with open(os.path.join(cache_dir(), "ready")) as f:
             cfg.packages = f.read().split()
     os.makedirs(cfg.out, exist_ok=True)
-    have_kvm = os.access("/dev/kvm", os.R_OK | os.W_OK)
-    nested = cfg.nested == "always" or (cfg.nested == "auto" and not have_kvm)
+    kvm, hardware = qemu_ref.host_kvm(cfg.lull)
+    nested = cfg.nested == "always" or (cfg.nested == "auto" and not hardware)
     if cfg.inner or not nested:
-        if not have_kvm:
-            log("/dev/kvm is missing or not accessible (--nested auto runs inside "
-                "tests/nested/lull-nested)")
+        if not hardware:
+            log(f"/dev/kvm is {kvm or 'missing or not accessible'}: no KVM here runs "
+                "Debian's kernel (--nested auto runs inside tests/nested/lull-nested)")
             return 69
         if "qemu" in cfg.modes and not shutil.which(cfg.qemu):
             log(f"{cfg.qemu} is not installed")

@@ -152,14 +152,6 @@ def find_kut(kut_dir, skip_without):
     raise SystemExit(f"kut: {why}")
 
 
-def host_kvm(lull):
-    """The module `lull info` names for /dev/kvm (kvm_amd, kvm_pvm...)."""
-    p = subprocess.run([lull, "info"], capture_output=True, text=True)
-    m = re.search(r"^kvm: (\S+)$", p.stdout, re.M)
-    if p.returncode or not m:
-        raise SystemExit(f"kut: lull info failed ({p.returncode}): {p.stderr.strip()}")
-    return m.group(1)
-
 
 # ---- unittests.cfg ----------------------------------------------------
 
@@ -490,7 +482,9 @@ def run_here(cfg, names, tests, kut_src):
         print(f"\nlogs: {log_dir}")
     if not cfg.known:
         return 0
-    kvm = host_kvm(cfg.lull)
+    kvm = qemu_ref.host_kvm(cfg.lull)[0]
+    if not kvm:
+        raise SystemExit(f"kut: {cfg.lull} info cannot open /dev/kvm")
     known = read_known(cfg.known, kvm)
     bad = {}
     for n in names:
