@@ -120,9 +120,10 @@ def main(argv):
         if not os.path.isfile(path):
             ap.error(f"{path} is missing: run ninja -C {cfg.build}")
     vmms = ["lull"] if cfg.no_qemu or not shutil.which(cfg.qemu) else ["lull", "qemu"]
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        print("linux_boot: /dev/kvm is missing or not accessible; run it in tests/nested/lull-nested",
-              file=sys.stderr)
+    kvm, hardware = qemu_ref.host_kvm(cfg.lull)
+    if not hardware:
+        print(f"linux_boot: /dev/kvm is {kvm or 'missing or not accessible'}: no KVM here runs "
+              "Debian's kernel; run it in tests/nested/lull-nested", file=sys.stderr)
         return 69
 
     times = {(v, n): [] for v in vmms for n in vcpu_counts}

@@ -801,9 +801,10 @@ def write_results(cfg, argv, results, partial=False):
 
 def main(argv):
     cfg = parse_args(argv)
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        print("linux-idle: /dev/kvm is missing or not accessible; run it in tests/nested/lull-nested",
-              file=sys.stderr)
+    kvm, hardware = qemu_ref.host_kvm(cfg.lull)
+    if not hardware:
+        print(f"linux-idle: /dev/kvm is {kvm or 'missing or not accessible'}: no KVM here runs "
+              "Debian's kernel; run it in tests/nested/lull-nested", file=sys.stderr)
         return 69
     results = []
     logdir = tempfile.mkdtemp(prefix="lull-linux-idle-")
