@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The timer advance end to end (docs/abi.md, "Timer advance"): the
+ * apic-tick guest's TSC-deadline tick at 1 kHz, halting between ticks,
+ * with the advance (the default) and without it. With it the halted
+ * vCPU's wakes run ahead to their expiry and meet the gate there, the
+ * guest finds no tick early (its own verdict), and the host wakes no more
+ * often than without; without it nothing runs ahead. And an idle VM whose
+ * timers are all deferrable spends nothing on it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+#define LIMIT_S 60.0
+#define SECONDS "2"
+
+static uint64_t advance_stat(const char *json, const char *path)
+{
+	char full[96];
+	uint64_t v = 0;
+
+	snprintf(full, sizeof(full), "vcpus[0].timer_advance.%s", path);
+	cr_assert(stats_u64(json, full, &v), "no %s in --stats:\n%s", full,
+		  json);
+	return v;
+}
+
+/* apic-tick, mode=deadline; returns its ticks, the --stats JSON in r. */
+static uint64_t run_tick(struct run *r, const char *option)
+{
+	const char *pass;
+	uint64_t ticks = 0;
+
+	require_guest("apic-tick");
+	run_lull(r, LIMIT_S, "run", "--stats", "-", "--cmdline",
+		 "mode=deadline hz=1000 seconds=" SECONDS " linger_ms=0",
+		 guest("apic-tick"), option, NULL);
+	cr_assert_not(r->killed, "apic-tick ran over %.0f s", LIMIT_S);
+	cr_assert_eq(r->status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r->status, r->out, r->err);
+	/* early ticks: the guest's PASS has judged them */
+	pass = strstr(r->out, "apic-tick: PASS");
+	cr_assert(pass && (pass = strstr(pass, " ticks=")) &&
+			  sscanf(pass, " ticks=%lu", &ticks) == 1,
+		  "%s", r->out);
+	cr_assert_not_null(find_json(r->out), "no stats:\n%s", r->out);
+	return ticks;
+}
+
+Test(advance, hard_ticks_run_ahead_and_wait_for_their_expiry)
+{
+	struct run r;
+	uint64_t ticks = run_tick(&r, NULL);
+	const char *json = find_json(r.out);
+	uint64_t ran_ahead = advance_stat(json, "halted.ran_ahead");
+	uint64_t waits = advance_stat(json, "halted.waits");
+	uint64_t late = advance_stat(json, "halted.late");
+	uint64_t ns = advance_stat(json, "halted.ns");
+	uint64_t wait_ns = advance_stat(json, "halted.wait_ns");
+	uint64_t wakeups = vcpu_stat(json, 0, "host_wakeups");
+
+	cr_log_info("%lu ticks: %lu woken ahead, %lu waits (%lu ns), %lu late "
+		    "entries, estimate %lu ns, %lu host wakeups",
+		    ticks, ran_ahead, waits, wait_ns, late, ns, wakeups);
+	cr_assert(strstr(json, "\"timer_advance\": {\"enabled\": true"),
+		  "%s", json);
+	/* every wake for a tick reaches the gate, early or late */
+	cr_assert_geq(waits + late, ticks / 2, "%lu waits, %lu late, %lu ticks",
+		      waits, late, ticks);
+	cr_assert_gt(ran_ahead, 0, "no wake ran ahead of its expiry");
+	cr_assert_leq(ns, 500000, "estimate %lu ns past the bound", ns);
+	/* a wait is never longer than the estimate's bound */
+	cr_assert_leq(wait_ns, waits * 500000);
+	/* one wake per tick, as without the advance */
+	cr_assert_leq(wakeups, ticks + 8, "%lu host wakeups for %lu ticks",
+		      wakeups, ticks);
+	run_free(&r);
+}
+
+Test(advance, off_nothing_runs_ahead)
+{
+	struct run r;
+	uint64_t ticks = run_tick(&r, "--no-timer-advance");
+	const char *json = find_json(r.out);
+
+	cr_assert(strstr(json, "\"timer_advance\": {\"enabled\": false"),
+		  "%s", json);
+	cr_assert_eq(advance_stat(json, "halted.ran_ahead"), 0);
+	cr_assert_eq(advance_stat(json, "halted.waits"), 0);
+	cr_assert_eq(advance_stat(json, "running.waits"), 0);
+	cr_assert_leq(vcpu_stat(json, 0, "host_wakeups"), ticks + 8);
+	run_free(&r);
+}
+
+/* Deferrable timers only, halted: no wake, so no advance and no wait. */
+Test(advance, costs_nothing_where_every_timer_is_deferrable)
+{
+	struct run r;
+	const char *json;
+
+	require_guest("idle");
+	run_lull(&r, LIMIT_S, "run", "--stats", "-", "--cmdline", "seconds=1",
+		 guest("idle"), NULL);
+	cr_assert_eq(r.status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r.status, r.out, r.err);
+	json = find_json(r.out);
+	cr_assert_not_null(json, "no stats:\n%s", r.out);
+	/* the one hard one-shot that ends the run may be waited for */
+	cr_assert_leq(advance_stat(json, "halted.waits"), 1);
+	cr_assert_eq(advance_stat(json, "running.waits"), 0);
+	run_free(&r);
+}
