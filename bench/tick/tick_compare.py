@@ -11,7 +11,7 @@ switches of the vCPU threads over a window inside the run), host CPU % of a
 core (schedstat of every thread over that window, and for the whole run),
 and hard-timer lateness p50/p99/max measured by lull and by the guest.
 
-usage: tick_compare.py [--build DIR] [--seconds S] [--slop NS] [--json]
+usage: tick_compare.py [--build DIR] [--seconds S] [--slop NS] [--lull-arg ARG]... [--json]
 """
 import argparse
 import json
@@ -80,6 +80,9 @@ def main():
     ap.add_argument("--build", default="build", help="meson build dir (default: build)")
     ap.add_argument("--seconds", type=float, default=10, help="run time (default 10)")
     ap.add_argument("--slop", type=int, help="lull --slop in ns (default: lull's)")
+    ap.add_argument("--lull-arg", action="append", default=[], metavar="ARG",
+                    help="one more option for every lull run (repeatable), e.g. "
+                    "--lull-arg=--no-timer-advance")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args()
 
@@ -105,7 +108,7 @@ def main():
         for name, args in runs.items():
             stats = os.path.join(tmp, name + ".json")
             slop = ["--slop", str(a.slop)] if a.slop is not None else []
-            cmd = [lull, "run", *slop, "--timeout", str(secs + 30),
+            cmd = [lull, "run", *slop, *a.lull_arg, "--timeout", str(secs + 30),
                    "--stats", stats] + args
             procs[name] = (subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                             stderr=subprocess.PIPE, text=True), stats)
@@ -127,7 +130,7 @@ def main():
             if p.poll() is None:
                 p.kill()
 
-    result = {"seconds": secs, "slop_ns": a.slop,
+    result = {"seconds": secs, "slop_ns": a.slop, "lull_args": a.lull_arg,
               "host_timer_latency_ns": dict(zip(("p50", "p99", "max"), map(int, host_out)))}
     for name, (p, stats) in procs.items():
         out, err = outs[name]
