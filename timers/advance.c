@@ -20,7 +20,7 @@ uint64_t advance_wake_at(struct advance *a, uint64_t target)
 void advance_cancel(struct advance *a)
 {
 	a->target = 0;
-	a->gate = 0;
+	a->gate = a->aimed = 0;
 }
 
 uint64_t advance_catch_up(struct advance *a, uint64_t now)
@@ -31,7 +31,7 @@ uint64_t advance_catch_up(struct advance *a, uint64_t now)
 	if (!target || (now < target && target - now > a->ns))
 		return now; /* woken for something else, well before */
 	/* at the entry it then reaches, the error is learned, either way */
-	a->gate = target;
+	a->gate = a->aimed = target;
 	if (now >= target)
 		return now;
 	a->ran_ahead++;
@@ -43,26 +43,41 @@ uint64_t advance_gate(const struct advance *a)
 	return a->gate;
 }
 
+bool advance_hold(struct advance *a, uint64_t t)
+{
+	if (!a->gate)
+		return false;
+	if (t <= a->gate)
+		return true;
+	if (t - a->gate > a->ns)
+		return false;
+	a->gate = t;
+	return true;
+}
+
 void advance_entered(struct advance *a, uint64_t arrived)
 {
-	uint64_t gate = a->gate;
+	uint64_t gate = a->gate, aimed = a->aimed;
 	uint64_t error;
 
 	if (!gate)
 		return;
-	a->gate = 0;
+	a->gate = a->aimed = 0;
 	if (arrived < gate) {
-		/* early by `error`: the wait was the estimate's excess */
-		error = gate - arrived;
 		a->waits++;
-		a->wait_ns += error;
+		a->wait_ns += gate - arrived;
+	} else {
+		a->late++;
+		a->late_ns += arrived - gate;
+	}
+	/* the estimate answers for the expiry it aimed at, not for a hold */
+	if (arrived < aimed) {
+		error = aimed - arrived;
 		if (error <= ADVANCE_MAX_NS)
 			a->ns -= a->ns < error / 8 ? a->ns : error / 8;
 		return;
 	}
-	error = arrived - gate;
-	a->late++;
-	a->late_ns += error;
+	error = arrived - aimed;
 	if (error <= ADVANCE_MAX_NS) {
 		a->ns += error / 8;
 		if (a->ns > ADVANCE_MAX_NS)

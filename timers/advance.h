@@ -43,6 +43,8 @@ struct advance {
 	uint64_t ns; /* the estimate */
 	uint64_t target; /* the armed wake's expiry; 0: none */
 	uint64_t gate; /* after a run-ahead: enter not before; 0: none */
+	uint64_t aimed; /* the expiry that run-ahead was for (a hold may
+			 * take the gate past it) */
 	/* what it cost and bought */
 	uint64_t ran_ahead; /* catch-ups that ran the timers to a target */
 	uint64_t waits; /* entries that waited for the gate */
@@ -62,6 +64,13 @@ void advance_cancel(struct advance *a);
 uint64_t advance_catch_up(struct advance *a, uint64_t now);
 /* Enter not before this (0: at once). */
 uint64_t advance_gate(const struct advance *a);
+/*
+ * A timer taken in a run-ahead whose own due time `t` proves a little
+ * later than the gate (a TSC deadline the guest's clock reaches only
+ * then): holds the gate until t, if t is within the estimate of it.
+ * False where there is no gate or t is further: the caller re-arms.
+ */
+bool advance_hold(struct advance *a, uint64_t t);
 /* The thread reached the gate at `arrived` (and then waited for it, if
  * that was before it): count, learn, clear the gate. */
 void advance_entered(struct advance *a, uint64_t arrived);

@@ -289,11 +289,15 @@ static void timer_expired(struct wheel_timer *t, uint64_t now)
 	bool deferred = grid_wait(a, expiry) != 0;
 
 	if (timer_mode(a) == APIC_TIMER_TSC_DEADLINE) {
-		/* armed by a clock that only approximates the guest's TSC
-		 * where the host's is not stable: due once the TSC is there */
+		/*
+		 * Armed by a clock that only approximates the guest's TSC
+		 * where the host's is not stable: due once the TSC is there.
+		 * Run ahead to `now` (the timer advance), a TSC a little short
+		 * of it holds the vector at the gate instead of re-arming.
+		 */
 		uint64_t due = v->ops->tsc_to_ns(v, a->tsc_deadline);
 
-		if (due > now) {
+		if (due > now && !vcpu_hold_until(v, due)) {
 			a->timer_rearmed++;
 			a->timer_rearmed_halted += v->halted;
 			timer_arm(v, due);

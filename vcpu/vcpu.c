@@ -88,6 +88,13 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	return 0;
 }
 
+bool vcpu_hold_until(struct vcpu *v, uint64_t t)
+{
+	return advance_hold(
+		&v->advance[v->halted ? VCPU_WAKE_HALTED : VCPU_WAKE_RUNNING],
+		t);
+}
+
 void vcpu_set_advance(struct vcpu *v, bool on)
 {
 	for (unsigned p = 0; p < VCPU_WAKE_PATHS; p++)

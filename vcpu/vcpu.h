@@ -189,6 +189,13 @@ void vcpu_destroy(struct vcpu *v);
  * delivered and the scheduler's view of the thread (schedstat) is
  * sampled. Before vcpu_start. */
 void vcpu_set_lateness(struct vcpu *v, uint64_t threshold_ns, bool trace);
+/*
+ * In a timer's callback during a run-ahead (the timer advance): keep what
+ * is staged from the guest until host time t as well, where t is only a
+ * little past the expiry run ahead to; false if it is not (the timer is
+ * then re-armed for t instead). The vCPU's own thread.
+ */
+bool vcpu_hold_until(struct vcpu *v, uint64_t t);
 /* The timer advance on or off (it is on unless told). Before vcpu_start. */
 void vcpu_set_advance(struct vcpu *v, bool on);
 int vcpu_start(struct vcpu *v);

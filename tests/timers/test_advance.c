@@ -117,3 +117,24 @@ Test(advance, converges_and_stays_bounded)
 	}
 	cr_assert_lt(a.ns, 1000, "estimate %lu", a.ns);
 }
+
+/* A timer due a little past the gate holds it there; further, it may not. */
+Test(advance, hold_moves_the_gate_within_the_estimate_only)
+{
+	struct advance a;
+
+	advance_init(&a, true);
+	cr_assert_not(advance_hold(&a, T), "no gate, nothing to hold");
+	advance_wake_at(&a, T);
+	advance_catch_up(&a, T - 1000);
+	cr_assert(advance_hold(&a, T - 500), "before the gate: held already");
+	cr_assert_eq(advance_gate(&a), T);
+	cr_assert(advance_hold(&a, T + 3000));
+	cr_assert_eq(advance_gate(&a), T + 3000);
+	cr_assert_not(advance_hold(&a, T + 3000 + ADVANCE_INIT_NS + 1));
+	/* arrived at T: on time for the expiry it aimed at, so it learns
+	 * nothing, though it waited 3 us for the hold */
+	advance_entered(&a, T);
+	cr_assert_eq(a.ns, ADVANCE_INIT_NS);
+	cr_assert_eq(a.wait_ns, 3000);
+}
