@@ -333,6 +333,12 @@ def run_one(cfg, vmm, mode, hz, tmp, max_defer=None):
                                    "apic_timer_fired", "timers_fired_hard",
                                    "timers_fired_deferred", "kernel_voluntary_switches")}
             r["lull"]["wall_ns"] = st["wall_ns"]
+            # lull's own expiry-to-injection (vCPU 0 ticks) and the
+            # timer advance's spin, both paths
+            r["lull_hard_p50_ns"] = v[0]["hard_lateness_ns"].get("p50")
+            adv = v[0].get("timer_advance", {})
+            r["lull"]["advance_wait_ns"] = sum(adv.get(p, {}).get("wait_ns", 0)
+                                               for p in ("halted", "running"))
             r["lull"]["tsc_stable"] = st.get("tsc_stable")
             r["lull"]["unclaimed_msr"] = st.get("unclaimed_msr")
         except (OSError, ValueError, KeyError):
@@ -343,6 +349,7 @@ def run_one(cfg, vmm, mode, hz, tmp, max_defer=None):
             r["kvm_exits_per_irq"] = r["kvm"]["exits"] / ticks
         if "lull" in r:
             r["lull_exits_per_irq"] = r["lull"]["exits"] / ticks
+            r["lull_wait_us_per_irq"] = r["lull"].get("advance_wait_ns", 0) / 1e3 / ticks
         if "window_s" in r:
             r["irqs_per_s"] = ticks / r["window_s"]
             # per interrupt: what a host too busy to deliver every tick
@@ -400,7 +407,7 @@ def median(runs, key, sub=None):
 AGG_KEYS = ("ticks", "missed", "early", "late_p50_ns", "late_p99_ns", "late_max_ns",
             "kvm_exits_per_irq", "lull_exits_per_irq", "wakeups_per_s", "cpu_ms_per_s",
             "schedstat_ms_per_s", "irqs_per_s", "window_s", "wakeups_per_irq",
-            "cpu_us_per_irq")
+            "cpu_us_per_irq", "lull_hard_p50_ns", "lull_wait_us_per_irq")
 
 
 def aggregate(label, table, runs):
@@ -506,8 +513,9 @@ def tables(res):
                    f"{c['repeat']}; host {res['host']}")
         out.append("| mode | VMM | interrupts | KVM exits/irq | lull exits/irq | "
                    "wakeups/s | wakeups/irq | CPU ms/s | CPU µs/irq | late p50 / p99 µs | "
-                   "early | failed |")
-        out.append("| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |")
+                   "lull's own p50 µs | advance wait µs/irq | early | failed |")
+        out.append("| --- | --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: "
+                   "| --: | --: |")
         for r in comp:
             mode, vmm = r["row"].split(" ", 1)
             out.append(f"| {mode} | {vmm} | {fmt(r['ticks'], 0)} | "
@@ -515,6 +523,8 @@ def tables(res):
                        f"{fmt(r['wakeups_per_s'], 1)} | {fmt(r.get('wakeups_per_irq'), 2)} | "
                        f"{fmt(r['cpu_ms_per_s'], 1)} | {fmt(r.get('cpu_us_per_irq'), 0)} | "
                        f"{fmt_us(r['late_p50_ns'])} / {fmt_us(r['late_p99_ns'])} | "
+                       f"{fmt(r.get('lull_hard_p50_ns') and r['lull_hard_p50_ns'] / 1e3, 1)} | "
+                       f"{fmt(r.get('lull_wait_us_per_irq'), 1)} | "
                        f"{r['early_total']} | {r['failed']} / {r['runs']} |")
     if pol:
         if out:
