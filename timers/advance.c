@@ -7,9 +7,10 @@ void advance_init(struct advance *a, bool enabled)
 			       .ns = enabled ? ADVANCE_INIT_NS : 0 };
 }
 
-uint64_t advance_wake_at(struct advance *a, uint64_t target)
+uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now)
 {
-	if (!a->enabled || !target || target == UINT64_MAX) {
+	if (!a->enabled || !target || target == UINT64_MAX || target < now ||
+	    target - now < 2 * a->ns) {
 		a->target = 0;
 		return target;
 	}

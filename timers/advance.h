@@ -11,7 +11,7 @@
  * advance does the same for one wake path of one vCPU:
  *
  *   advance_wake_at    the host wake for `target` is armed estimate ns
- *                      before it;
+ *                      before it, where it is at least twice that away;
  *   advance_catch_up   woken within the estimate of the target, the
  *                      catch-up runs the timers up to the target at once,
  *                      so that everything due by then is taken and staged;
@@ -54,8 +54,13 @@ struct advance {
 };
 
 void advance_init(struct advance *a, bool enabled);
-/* The host wake for a hard expiry `target`; remembers the target. */
-uint64_t advance_wake_at(struct advance *a, uint64_t target);
+/*
+ * The host wake for a hard expiry `target`, at `now`; remembers the
+ * target. A target less than twice the estimate away is not advanced: a
+ * thread that would spin for as long as it sleeps (a storm of timers, an
+ * estimate grown on a slow host) sleeps instead, as do its neighbours'.
+ */
+uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now);
 /* Forgets the armed target and any gate (the thread sleeps instead). */
 void advance_cancel(struct advance *a);
 /* The time to run the timers to, woken at `now`: the target where it is

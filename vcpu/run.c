@@ -362,7 +362,7 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 		/* staged ahead, but not taken now: the gate waits for nothing */
 		advance_cancel(adv);
 		deadline = advance_wake_at(
-			adv, due_by(v, wheel_next_hard_expiry(&v->wheel)));
+			adv, due_by(v, wheel_next_hard_expiry(&v->wheel)), now);
 
 		atomic_store(&v->state, VCPU_IDLE);
 		if (atomic_load(&v->kick_pending)) {
@@ -605,11 +605,11 @@ static void *vcpu_thread(void *arg)
 		 * back: there the advance would only spin).
 		 */
 		early = advance_wake_at(&v->advance[VCPU_WAKE_RUNNING],
-					kick_at == hard_at ? kick_at : 0);
+					kick_at == hard_at ? kick_at : 0, now);
 		if (kick_at == hard_at && early >= now + VCPU_MIN_RUN_NS)
 			kick_at = early;
 		else
-			advance_wake_at(&v->advance[VCPU_WAKE_RUNNING], 0);
+			advance_wake_at(&v->advance[VCPU_WAKE_RUNNING], 0, now);
 		if (kick_at < now + VCPU_MIN_RUN_NS)
 			kick_at = now + VCPU_MIN_RUN_NS;
 		arm_kick_timer(v, kick_at);

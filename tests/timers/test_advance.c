@@ -11,13 +11,14 @@
 #include "timers/advance.h"
 
 #define T 1000000000ull /* a target far from zero */
+#define FAR 2000000ull /* armed this long before: twice the bound */
 
 Test(advance, off_wakes_at_the_target_and_never_gates)
 {
 	struct advance a;
 
 	advance_init(&a, false);
-	cr_assert_eq(advance_wake_at(&a, T), T);
+	cr_assert_eq(advance_wake_at(&a, T, T - FAR), T);
 	cr_assert_eq(advance_catch_up(&a, T - 5), T - 5);
 	cr_assert_eq(advance_gate(&a), 0);
 }
@@ -27,7 +28,7 @@ Test(advance, wakes_ahead_runs_to_the_target_and_gates_there)
 	struct advance a;
 
 	advance_init(&a, true);
-	cr_assert_eq(advance_wake_at(&a, T), T - ADVANCE_INIT_NS);
+	cr_assert_eq(advance_wake_at(&a, T, T - FAR), T - ADVANCE_INIT_NS);
 	/* woken 2 us after the early wake: the timers run to T, held at T */
 	cr_assert_eq(advance_catch_up(&a, T - ADVANCE_INIT_NS + 2000), T);
 	cr_assert_eq(advance_gate(&a), T);
@@ -39,7 +40,7 @@ Test(advance, a_wake_well_before_is_not_the_target_s)
 	struct advance a;
 
 	advance_init(&a, true);
-	advance_wake_at(&a, T);
+	advance_wake_at(&a, T, T - FAR);
 	/* an IPI woke it 1 ms before: run to now, no gate, target gone */
 	cr_assert_eq(advance_catch_up(&a, T - 1000000), T - 1000000);
 	cr_assert_eq(advance_gate(&a), 0);
@@ -51,7 +52,7 @@ Test(advance, early_arrival_waits_and_shrinks_the_estimate)
 	struct advance a;
 
 	advance_init(&a, true);
-	advance_wake_at(&a, T);
+	advance_wake_at(&a, T, T - FAR);
 	advance_catch_up(&a, T - ADVANCE_INIT_NS);
 	/* at the gate 8 us early: waited 8 us, the estimate loses 1 us */
 	advance_entered(&a, T - 8000);
@@ -66,7 +67,7 @@ Test(advance, late_wake_grows_the_estimate)
 	struct advance a;
 
 	advance_init(&a, true);
-	advance_wake_at(&a, T);
+	advance_wake_at(&a, T, T - FAR);
 	/* woken 80 us after the target: no run-ahead, but the gate is there
 	 * to learn from, and the entry 80 us late adds 10 us */
 	cr_assert_eq(advance_catch_up(&a, T + 80000), T + 80000);
@@ -82,7 +83,7 @@ Test(advance, an_outlier_teaches_nothing)
 	struct advance a;
 
 	advance_init(&a, true);
-	advance_wake_at(&a, T);
+	advance_wake_at(&a, T, T - FAR);
 	advance_catch_up(&a, T + 10 * ADVANCE_MAX_NS);
 	advance_entered(&a, T + 10 * ADVANCE_MAX_NS);
 	cr_assert_eq(a.ns, ADVANCE_INIT_NS);
@@ -97,20 +98,20 @@ Test(advance, converges_and_stays_bounded)
 
 	advance_init(&a, true);
 	for (int i = 0; i < 200; i++, target += 1000000) {
-		uint64_t woke = advance_wake_at(&a, target) + 150000;
+		uint64_t woke = advance_wake_at(&a, target, target - FAR) + 150000;
 
 		advance_entered(&a, (advance_catch_up(&a, woke), woke));
 	}
 	cr_assert(a.ns > 149000 && a.ns <= 150000, "estimate %lu", a.ns);
 	for (int i = 0; i < 200; i++, target += 1000000) {
-		uint64_t woke = advance_wake_at(&a, target) + ADVANCE_MAX_NS;
+		uint64_t woke = advance_wake_at(&a, target, target - FAR) + ADVANCE_MAX_NS;
 
 		advance_catch_up(&a, woke);
 		advance_entered(&a, woke);
 		cr_assert_leq(a.ns, ADVANCE_MAX_NS);
 	}
 	for (int i = 0; i < 200; i++, target += 1000000) {
-		uint64_t woke = advance_wake_at(&a, target);
+		uint64_t woke = advance_wake_at(&a, target, target - FAR);
 
 		advance_catch_up(&a, woke);
 		advance_entered(&a, woke); /* arrives a whole estimate early */
@@ -125,7 +126,7 @@ Test(advance, hold_moves_the_gate_within_the_estimate_only)
 
 	advance_init(&a, true);
 	cr_assert_not(advance_hold(&a, T), "no gate, nothing to hold");
-	advance_wake_at(&a, T);
+	advance_wake_at(&a, T, T - FAR);
 	advance_catch_up(&a, T - 1000);
 	cr_assert(advance_hold(&a, T - 500), "before the gate: held already");
 	cr_assert_eq(advance_gate(&a), T);
@@ -137,4 +138,17 @@ Test(advance, hold_moves_the_gate_within_the_estimate_only)
 	advance_entered(&a, T);
 	cr_assert_eq(a.ns, ADVANCE_INIT_NS);
 	cr_assert_eq(a.wait_ns, 3000);
+}
+
+/* Nearer than twice the estimate: a storm, or a slow host; not advanced. */
+Test(advance, a_near_target_is_not_advanced)
+{
+	struct advance a;
+
+	advance_init(&a, true);
+	cr_assert_eq(advance_wake_at(&a, T, T - 2 * ADVANCE_INIT_NS + 1), T);
+	cr_assert_eq(advance_catch_up(&a, T - 1000), T - 1000);
+	cr_assert_eq(advance_gate(&a), 0);
+	cr_assert_eq(advance_wake_at(&a, T, T - 2 * ADVANCE_INIT_NS),
+		     T - ADVANCE_INIT_NS);
 }
