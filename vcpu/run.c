@@ -239,6 +239,8 @@ static void inject(struct vcpu *v)
 		return;
 	}
 	if (run->ready_for_interrupt_injection && run->if_flag) {
+		uint64_t at, held;
+
 		if (v->sync_events) {
 			/*
 			 * The interrupt rides into KVM_RUN in kvm_run's
@@ -263,8 +265,8 @@ static void inject(struct vcpu *v)
 			}
 		}
 		/* seen by the guest at the gate, if it has to wait for one */
-		uint64_t at = clock_now_ns(), held = gate(v);
-
+		at = clock_now_ns();
+		held = gate(v);
 		record_delivery(v, (uint8_t)vector, held > at ? held : at);
 		apic_delivered(&v->apic, (uint8_t)vector);
 		if (apic_deliverable(&v->apic) >= 0)
