@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #define ADVANCE_INIT_NS 10000ull
-#define ADVANCE_MAX_US 500
+#define ADVANCE_MAX_US 20
 #define ADVANCE_MAX_NS (ADVANCE_MAX_US * 1000ull)
 
 struct advance {

@@ -68,13 +68,13 @@ Test(advance, late_wake_grows_the_estimate)
 
 	advance_init(&a, true);
 	advance_wake_at(&a, T, T - FAR);
-	/* woken 80 us after the target: no run-ahead, but the gate is there
-	 * to learn from, and the entry 80 us late adds 10 us */
-	cr_assert_eq(advance_catch_up(&a, T + 80000), T + 80000);
-	advance_entered(&a, T + 80000);
+	/* woken 16 us after the target: no run-ahead, but the gate is there
+	 * to learn from, and the entry 16 us late adds 2 us */
+	cr_assert_eq(advance_catch_up(&a, T + 16000), T + 16000);
+	advance_entered(&a, T + 16000);
 	cr_assert_eq(a.late, 1);
-	cr_assert_eq(a.late_ns, 80000);
-	cr_assert_eq(a.ns, ADVANCE_INIT_NS + 10000);
+	cr_assert_eq(a.late_ns, 16000);
+	cr_assert_eq(a.ns, ADVANCE_INIT_NS + 2000);
 	cr_assert_eq(a.ran_ahead, 0);
 }
 
@@ -98,11 +98,11 @@ Test(advance, converges_and_stays_bounded)
 
 	advance_init(&a, true);
 	for (int i = 0; i < 200; i++, target += 1000000) {
-		uint64_t woke = advance_wake_at(&a, target, target - FAR) + 150000;
+		uint64_t woke = advance_wake_at(&a, target, target - FAR) + 15000;
 
 		advance_entered(&a, (advance_catch_up(&a, woke), woke));
 	}
-	cr_assert(a.ns > 149000 && a.ns <= 150000, "estimate %lu", a.ns);
+	cr_assert(a.ns > 14900 && a.ns <= 15000, "estimate %lu", a.ns);
 	for (int i = 0; i < 200; i++, target += 1000000) {
 		uint64_t woke = advance_wake_at(&a, target, target - FAR) + ADVANCE_MAX_NS;
 
