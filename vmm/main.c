@@ -457,6 +457,7 @@ int main(int argc, char **argv)
 	uint64_t process_start = clock_now_ns();
 	struct vm_config cfg;
 	struct stats_out stats = { NULL, -1 };
+	const char *warning;
 	struct vm vm;
 	int r, status;
 
@@ -520,8 +521,9 @@ int main(int argc, char **argv)
 		vm_destroy(&vm);
 		return -r;
 	}
-	if (kvm_host_warning(&vm.kvm))
-		fprintf(stderr, "lull: note: %s\n", kvm_host_warning(&vm.kvm));
+	warning = kvm_host_warning(&vm.kvm);
+	if (warning)
+		fprintf(stderr, "lull: note: %s\n", warning);
 	status = vm_run(&vm);
 	report_stop(&vm);
 	if (stats.f) {
