@@ -557,6 +557,29 @@ static int thread_setup(struct vcpu *v)
 	return 0;
 }
 
+/*
+ * At an entry after a timer kick: the way back it took (signal, exit,
+ * catch-up, injection) sets the next minimum run to twice that, by an
+ * eighth of each error. A way back past the bound (the thread preempted,
+ * not the path's cost) teaches nothing.
+ */
+static void learn_min_run(struct vcpu *v, uint64_t entry)
+{
+	uint64_t way = entry - v->kicked_at, want = 2 * way;
+
+	if (!v->kicked_at)
+		return;
+	v->kicked_at = 0;
+	if (way > VCPU_MAX_MIN_RUN_NS)
+		return;
+	if (want < VCPU_MIN_RUN_NS)
+		want = VCPU_MIN_RUN_NS;
+	if (want > v->min_run_ns)
+		v->min_run_ns += (want - v->min_run_ns + 7) / 8;
+	else
+		v->min_run_ns -= (v->min_run_ns - want + 7) / 8;
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -608,7 +631,7 @@ static void *vcpu_thread(void *arg)
 		 */
 		early = advance_wake_at(&v->advance[VCPU_WAKE_RUNNING],
 					kick_at == hard_at ? kick_at : 0, now);
-		if (kick_at == hard_at && early >= now + VCPU_MIN_RUN_NS)
+		if (kick_at == hard_at && early >= now + v->min_run_ns)
 			kick_at = early;
 		else
 			advance_wake_at(&v->advance[VCPU_WAKE_RUNNING], 0, now);
@@ -623,8 +646,9 @@ static void *vcpu_thread(void *arg)
 		/* the minimum run counts from the entry: not from the catch-up,
 		 * a gate's wait or a slow host's way here eat into it */
 		entry = clock_now_ns();
-		if (kick_at < entry + VCPU_MIN_RUN_NS)
-			kick_at = entry + VCPU_MIN_RUN_NS;
+		learn_min_run(v, entry);
+		if (kick_at < entry + v->min_run_ns)
+			kick_at = entry + v->min_run_ns;
 		arm_kick_timer(v, kick_at);
 		lateness_mark(&v->stats.late, LATE_PHASE_GUEST, entry);
 		r = ioctl(v->fd, KVM_RUN, 0);
@@ -635,6 +659,8 @@ static void *vcpu_thread(void *arg)
 		if (r < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				v->stats.exits_by_kind[VCPU_EXIT_KICK]++;
+				if (clock_now_ns() >= v->kick_armed_at)
+					v->kicked_at = v->kick_armed_at;
 				drain_kick_signal(v);
 				continue;
 			}

@@ -41,6 +41,7 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	v->owner = owner;
 	v->stop = stop;
 	v->slop_ns = slop_ns;
+	v->min_run_ns = VCPU_MIN_RUN_NS;
 	v->kick_armed_at = UINT64_MAX;
 	atomic_init(&v->state, VCPU_IN_VMM);
 	atomic_init(&v->kick_pending, false);

@@ -198,7 +198,7 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 	lateness_json(f, &s->late);
 	fputs(", ", f);
 	advance_json(f, v);
-	fputs("}", f);
+	fprintf(f, ", \"min_run_ns\": %lu}", v->min_run_ns);
 }
 
 static void json_string(FILE *f, const char *s)
