@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "devices/console.h"
+#include "host_limits.h"
 #include "timers/clock.h"
 
 /*
@@ -141,8 +142,8 @@ int console_open(struct console *c, const char *path, uint64_t limit,
 	r = pthread_create(&c->writer, NULL, console_writer, c);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (r) {
-		snprintf(err, errlen, "cannot start the console thread: %s",
-			 strerror(r));
+		snprintf(err, errlen, "cannot start the console thread: %s%s",
+			 strerror(r), host_task_limit_hint(r));
 		return -r;
 	}
 	pthread_setname_np(c->writer, "console");

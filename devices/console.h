@@ -70,7 +70,9 @@ struct console {
 };
 
 /* Opens path ("-" or NULL: stdout) and starts the writer; fails if the
- * writer cannot confine itself. */
+ * writer cannot confine itself. On failure c->fd is -1 where the file
+ * could not be opened (the caller's path); otherwise the writer did not
+ * start (the host's refusal). */
 int console_open(struct console *c, const char *path, uint64_t limit,
 		 const struct console_thread *thread, char *err, size_t errlen);
 /* Queues one byte, or drops and counts it; never blocks on the host. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "timers/clock.h"
+#include "host_limits.h"
 #include "vcpu/vcpu.h"
 
 static bool stopping(const struct vcpu *v)
@@ -20,18 +21,38 @@ static bool stopping(const struct vcpu *v)
 	return atomic_load_explicit(v->stop, memory_order_acquire);
 }
 
+static void stop_vm(struct vcpu *v, bool host, const char *fmt, va_list ap)
+{
+	char msg[256];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	v->ops->fatal(v, host, msg);
+}
+
+/* The guest broke the VM. */
 static void fatal(struct vcpu *v, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 static void fatal(struct vcpu *v, const char *fmt, ...)
 {
-	char msg[256];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	stop_vm(v, false, fmt, ap);
 	va_end(ap);
-	v->ops->fatal(v, msg);
+}
+
+/* The host refused the vCPU what it needs to go on. */
+static void host_refused(struct vcpu *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void host_refused(struct vcpu *v, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	stop_vm(v, true, fmt, ap);
+	va_end(ap);
 }
 
 /*
@@ -290,7 +311,7 @@ static void arm_kick_timer(struct vcpu *v, uint64_t when)
 	}
 	/* Unarmed, a busy vCPU would never run its timers: stop instead. */
 	if (timer_settime(v->kick_timer, TIMER_ABSTIME, &its, NULL) < 0) {
-		fatal(v, "cannot arm the kick timer: %s", strerror(errno));
+		host_refused(v, "cannot arm the kick timer: %s", strerror(errno));
 		return;
 	}
 	v->kick_armed_at = when;
@@ -377,7 +398,7 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 		atomic_store(&v->state, VCPU_IN_VMM);
 		v->stats.host_wakeups++;
 		if (r < 0) {
-			fatal(v, "idle wait failed: %s", strerror(-r));
+			host_refused(v, "idle wait failed: %s", strerror(-r));
 			break;
 		}
 	}
@@ -599,7 +620,7 @@ static void *vcpu_thread(void *arg)
 	r = thread_setup(v);
 
 	if (r < 0) {
-		fatal(v, "vCPU thread setup failed: %s", strerror(-r));
+		host_refused(v, "vCPU thread setup failed: %s", strerror(-r));
 		return NULL;
 	}
 	if (v->ops->confine && v->ops->confine(v))
@@ -657,7 +678,13 @@ static void *vcpu_thread(void *arg)
 		atomic_store(&v->state, VCPU_IN_VMM);
 		v->stats.exits++;
 		if (r < 0) {
-			if (errno == EINTR || errno == EAGAIN) {
+			/*
+			 * Only a signal is a kick. KVM also fails a run it
+			 * cannot start, every time it is asked: EAGAIN where
+			 * the host refuses it its per-VM worker thread (the
+			 * NX huge page recovery) at the task limit.
+			 */
+			if (errno == EINTR) {
 				v->stats.exits_by_kind[VCPU_EXIT_KICK]++;
 				if (clock_now_ns() >= v->kick_armed_at)
 					v->kicked_at = v->kick_armed_at;
@@ -665,7 +692,12 @@ static void *vcpu_thread(void *arg)
 				continue;
 			}
 			v->stats.exits_by_kind[VCPU_EXIT_OTHER]++;
-			fatal(v, "KVM_RUN failed: %s", strerror(errno));
+			if (errno == EAGAIN || errno == ENOMEM)
+				host_refused(v, "KVM_RUN failed: %s%s",
+					     strerror(errno),
+					     host_task_limit_hint(errno));
+			else
+				fatal(v, "KVM_RUN failed: %s", strerror(errno));
 			break;
 		}
 		handle_exit(v);

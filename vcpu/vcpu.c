@@ -232,7 +232,7 @@ static void regs_failed(struct vcpu *v, const char *ioctl_name)
 
 	snprintf(msg, sizeof(msg), "%s failed: %s", ioctl_name,
 		 strerror(errno));
-	v->ops->fatal(v, msg);
+	v->ops->fatal(v, false, msg);
 }
 
 struct kvm_regs *vcpu_regs(struct vcpu *v)

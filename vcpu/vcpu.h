@@ -80,8 +80,10 @@ struct vcpu_ops {
 	 * first runs: from then on the thread makes only the system calls
 	 * of its loop. Non-zero: the op has stopped the VM, the thread ends. */
 	int (*confine)(struct vcpu *v);
-	/* The guest broke (triple fault, internal error...): one line. */
-	void (*fatal)(struct vcpu *v, const char *what);
+	/* The VM cannot go on: the guest broke it (triple fault, internal
+	 * error...), or the host refused the vCPU what it needs (a thread,
+	 * memory, a timer): one line. */
+	void (*fatal)(struct vcpu *v, bool host, const char *what);
 };
 
 /* Why KVM_RUN returned, as --stats counts it. */

@@ -540,7 +540,7 @@ static int build(struct vm *vm, const struct vm_config *cfg,
 			 &console_thread, err, sizeof(err));
 	if (r < 0) {
 		vm_err(vm, "%s", err);
-		return -LULL_EXIT_USAGE;
+		return vm->console.fd < 0 ? -LULL_EXIT_USAGE : -LULL_EXIT_HOST;
 	}
 	console_set_room_callback(&vm->console, serial_console_room,
 				  &vm->serial);

@@ -348,13 +348,17 @@ static int confine(struct vcpu *v)
 	return r;
 }
 
-static void fatal(struct vcpu *v, const char *what)
+static void fatal(struct vcpu *v, bool host, const char *what)
 {
-	char reason[200];
+	char reason[256];
 
 	snprintf(reason, sizeof(reason), "vcpu %u: %s", v->index, what);
-	vm_request_stop(vcpu_vm(v), VM_STOP_CRASH, LULL_EXIT_GUEST_CRASH,
-			reason);
+	if (host)
+		vm_request_stop(vcpu_vm(v), VM_STOP_HOST, LULL_EXIT_HOST,
+				reason);
+	else
+		vm_request_stop(vcpu_vm(v), VM_STOP_CRASH,
+				LULL_EXIT_GUEST_CRASH, reason);
 }
 
 const struct vcpu_ops vm_vcpu_ops = {

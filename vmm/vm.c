@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "host_limits.h"
 #include "timers/clock.h"
 #include "vmm/sandbox.h"
 #include "vmm/vm.h"
@@ -102,11 +103,11 @@ int vm_run(struct vm *vm)
 		int r = vcpu_start(&vm->cpus[i].vcpu);
 
 		if (r < 0) {
-			char reason[96];
+			char reason[256];
 
 			snprintf(reason, sizeof(reason),
-				 "cannot start the thread of vCPU %u: %s", i,
-				 strerror(-r));
+				 "cannot start the thread of vCPU %u: %s%s", i,
+				 strerror(-r), host_task_limit_hint(-r));
 			vm_request_stop(vm, VM_STOP_HOST, LULL_EXIT_HOST, reason);
 			break;
 		}

@@ -130,7 +130,7 @@ struct vm {
 	atomic_bool stopped_once;
 	enum vm_stop_cause stop_cause;
 	int exit_status;
-	char stop_reason[160];
+	char stop_reason[256];
 	pthread_t main_thread; /* sleeps in vm_run until SIG_VM_STOP */
 	atomic_bool main_thread_known;
 

@@ -2,8 +2,9 @@
 /*
  * The command line against the host's KVM: the --vcpus limit (KVM tells
  * lull how many vCPUs a VM may have, and a request beyond it is a usage
- * error, status 64, whose sentence names that limit), and which KVM lull
- * says it runs on. Needs /dev/kvm, so it lives in the kvm suite.
+ * error, status 64, whose sentence names that limit), which KVM lull
+ * says it runs on, and the host's task limit. Needs /dev/kvm, so it lives
+ * in the kvm suite.
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/kvm.h>
@@ -130,4 +132,104 @@ Test(cli, names_its_kvm_and_warns_once_on_kvm_pvm)
 				    r.kvm_note);
 	}
 	run_free(&r);
+}
+
+/*
+ * A pids cgroup of our own (v1's pids hierarchy, or v2 with the pids
+ * controller given to children), made in `path`; NULL, or why not.
+ */
+static const char *make_pids_cgroup(char *path, size_t len)
+{
+	static const char *const parents[] = { "/sys/fs/cgroup/pids",
+					       "/sys/fs/cgroup" };
+	char probe[256];
+
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(probe, sizeof(probe), "%s/%s", parents[i],
+			 i ? "cgroup.subtree_control" : "pids.max");
+		if (i == 0 && access(parents[i], W_OK) < 0)
+			continue;
+		if (i == 1) {
+			char *ctl = read_file(probe, NULL);
+			bool pids = ctl && strstr(ctl, "pids");
+
+			free(ctl);
+			if (!pids)
+				continue;
+		}
+		snprintf(path, len, "%s/lull-test-%d", parents[i], getpid());
+		if (mkdir(path, 0755) == 0)
+			return NULL;
+	}
+	return "no pids cgroup this test may make (cgroup v1's pids hierarchy, or v2 with pids in the root's subtree_control, as root)";
+}
+
+static void write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	cr_assert(fd >= 0, "open %s: %m", path);
+	cr_assert_eq(write(fd, s, strlen(s)), (ssize_t)strlen(s),
+		     "write %s: %m", path);
+	close(fd);
+}
+
+/*
+ * lull in a cgroup that allows `tasks` of them: the console thread, a vCPU
+ * thread and KVM's own worker (made at the first KVM_RUN, on kernels that
+ * have one) each in turn find the limit. lull ends with 71 and one line
+ * that names the knob, never spins or hangs (KVM refuses every KVM_RUN
+ * while it cannot make its worker).
+ */
+static void run_at_task_limit(const char *cg, unsigned tasks, struct run *r)
+{
+	char file[320], max[16];
+	char *argv[] = { "/bin/sh", "-c",
+			 "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"",
+			 (char *)cg, (char *)lull_bin(), "run", "--timeout", "10",
+			 (char *)guest("hello"), NULL };
+	struct proc p;
+
+	snprintf(file, sizeof(file), "%s/pids.max", cg);
+	snprintf(max, sizeof(max), "%u", tasks);
+	write_str(file, max);
+	cr_assert_eq(proc_spawn(&p, argv), 0, "spawn: %m");
+	proc_wait(&p, LIMIT_S, r);
+}
+
+Test(cli, stops_at_the_host_task_limit_with_its_knob)
+{
+	char cg[128];
+	const char *why;
+	unsigned refused = 0;
+
+	require_guest("hello");
+	why = make_pids_cgroup(cg, sizeof(cg));
+	if (why)
+		cr_skip_test("%s", why);
+	for (unsigned tasks = 1; tasks <= 4; tasks++) {
+		struct run r;
+
+		run_at_task_limit(cg, tasks, &r);
+		cr_expect_not(r.killed, "pids.max %u: ran over %.0f s", tasks,
+			      LIMIT_S);
+		if (r.status == 0) {
+			/* room for lull's threads and any of KVM's */
+			cr_expect_gt(tasks, 2, "pids.max %u: ran", tasks);
+			run_free(&r);
+			break;
+		}
+		refused++;
+		cr_expect_eq(r.status, 71,
+			     "pids.max %u: status %d, want 71\n%s", tasks,
+			     r.status, r.err);
+		cr_expect_eq(count_lines(r.err), 1, "pids.max %u:\n%s", tasks,
+			     r.err);
+		cr_expect(strstr(r.err, "kernel.pid_max") &&
+				  strstr(r.err, "pids.max"),
+			  "pids.max %u: no knob named:\n%s", tasks, r.err);
+		run_free(&r);
+	}
+	rmdir(cg);
+	cr_expect_geq(refused, 2, "the console and vCPU threads need tasks");
 }
