@@ -579,26 +579,33 @@ static int thread_setup(struct vcpu *v)
 }
 
 /*
- * At an entry after a timer kick: the way back it took (signal, exit,
- * catch-up, injection) sets the next minimum run to twice that, by an
- * eighth of each error. A way back past the bound (the thread preempted,
- * not the path's cost) teaches nothing.
+ * At an entry after a timer kick: the VMM's way back from that exit (the
+ * catch-up, the injection, the gate) sets the next minimum run to twice
+ * that. It falls by an eighth of each error, and rises by at most an
+ * eighth of itself: a way back that is long every time (a slow host, a
+ * storm's catch-up) is learned within a few dozen kicks, one that was
+ * long once (the thread preempted on a loaded host: a busy guest's
+ * timers would be held off for it) barely moves it.
  */
 static void learn_min_run(struct vcpu *v, uint64_t entry)
 {
-	uint64_t way = entry - v->kicked_at, want = 2 * way;
+	uint64_t way = entry - v->kicked_at, want = 2 * way, step;
 
 	if (!v->kicked_at)
 		return;
 	v->kicked_at = 0;
-	if (way > VCPU_MAX_MIN_RUN_NS)
-		return;
 	if (want < VCPU_MIN_RUN_NS)
 		want = VCPU_MIN_RUN_NS;
-	if (want > v->min_run_ns)
-		v->min_run_ns += (want - v->min_run_ns + 7) / 8;
-	else
+	if (want > VCPU_MAX_MIN_RUN_NS)
+		want = VCPU_MAX_MIN_RUN_NS;
+	if (want > v->min_run_ns) {
+		step = (want - v->min_run_ns + 7) / 8;
+		if (step > v->min_run_ns / 8)
+			step = v->min_run_ns / 8;
+		v->min_run_ns += step;
+	} else {
 		v->min_run_ns -= (v->min_run_ns - want + 7) / 8;
+	}
 }
 
 static void *vcpu_thread(void *arg)
@@ -628,7 +635,7 @@ static void *vcpu_thread(void *arg)
 	switches_before = thread_voluntary_switches();
 	while (!stopping(v)) {
 		uint64_t now = v->caught_up_at ? v->caught_up_at : catch_up(v);
-		uint64_t kick_at, hard_at, early, entry;
+		uint64_t kick_at, hard_at, early, entry, back;
 
 		v->caught_up_at = 0;
 		if (v->wait_for_sipi) {
@@ -673,7 +680,8 @@ static void *vcpu_thread(void *arg)
 		arm_kick_timer(v, kick_at);
 		lateness_mark(&v->stats.late, LATE_PHASE_GUEST, entry);
 		r = ioctl(v->fd, KVM_RUN, 0);
-		lateness_mark(&v->stats.late, LATE_PHASE_VMM, clock_now_ns());
+		back = clock_now_ns();
+		lateness_mark(&v->stats.late, LATE_PHASE_VMM, back);
 		apic_pv_eoi_collect(v);
 		atomic_store(&v->state, VCPU_IN_VMM);
 		v->stats.exits++;
@@ -686,8 +694,8 @@ static void *vcpu_thread(void *arg)
 			 */
 			if (errno == EINTR) {
 				v->stats.exits_by_kind[VCPU_EXIT_KICK]++;
-				if (clock_now_ns() >= v->kick_armed_at)
-					v->kicked_at = v->kick_armed_at;
+				if (back >= v->kick_armed_at)
+					v->kicked_at = back;
 				drain_kick_signal(v);
 				continue;
 			}

@@ -38,10 +38,10 @@
 
 /* A timer kick lets the guest run at least this long after each entry:
  * timers due sooner wait for it, so a storm of them cannot starve the
- * guest's own code (the ABI's period floor is the same 100 us). On a host
- * whose way back from a kick takes longer, the run is twice that way,
- * learned, up to the bound: the guest keeps at least about two thirds of
- * its thread's time, however slow the host. */
+ * guest's own code (the ABI's period floor is the same 100 us). Where the
+ * VMM's way back from a kick takes longer (a slow host, a storm's
+ * catch-up), the run is twice that way, learned, up to the bound: the
+ * guest keeps about two thirds of its thread's time, however slow. */
 #define VCPU_MIN_RUN_NS 100000ull
 #define VCPU_MAX_MIN_RUN_NS 2000000ull
 
@@ -181,7 +181,7 @@ struct vcpu {
 	 * takes it rather than run another */
 	uint64_t caught_up_at;
 	/* the guest's run before a timer kick (VCPU_MIN_RUN_NS and on), and
-	 * the expiry of the kick that ended the last KVM_RUN, if one did */
+	 * when KVM_RUN returned for the timer kick that ended it, if one did */
 	uint64_t min_run_ns;
 	uint64_t kicked_at;
 
