@@ -1,124 +1,70 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "devices/console.h"
 #include "host_limits.h"
 #include "timers/clock.h"
 
-/*
- * The writer takes no signal but the two meant for it: the kick that
- * interrupts a write nobody reads (console_close) and a forbidden call's
- * report. Then it confines itself and says how that went.
- */
-static int writer_start(struct console *c)
+void console_init(struct console *c, uint64_t limit)
 {
-	sigset_t set;
-	int r;
-
-	sigemptyset(&set);
-	sigaddset(&set, c->thread.wake_signal);
-	sigaddset(&set, SIGSYS);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	r = c->thread.confine(c->confine_err, sizeof(c->confine_err));
-	pthread_mutex_lock(&c->lock);
-	c->confined = r < 0 ? r : 1;
-	pthread_cond_broadcast(&c->drained);
-	return r;
-}
-
-/* CLOCK_MONOTONIC ns as the absolute time the pthread waits take. */
-static struct timespec monotonic_at(uint64_t ns)
-{
-	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000ull),
-				  .tv_nsec = (long)(ns % 1000000000ull) };
-}
-
-/* The writer: one contiguous run of the ring at a time, lock dropped. */
-static void *console_writer(void *arg)
-{
-	struct console *c = arg;
-
-	if (writer_start(c) < 0) {
-		pthread_mutex_unlock(&c->lock);
-		return NULL;
-	}
-	for (;;) {
-		size_t tail, run;
-		ssize_t n;
-		bool room_again;
-
-		while (!c->queued && !c->closing)
-			pthread_cond_wait(&c->more, &c->lock);
-		if (!c->queued)
-			break;
-		tail = (c->head + CONSOLE_RING_SIZE - c->queued) %
-		       CONSOLE_RING_SIZE;
-		run = c->queued < CONSOLE_RING_SIZE - tail ?
-			      c->queued :
-			      CONSOLE_RING_SIZE - tail;
-		pthread_mutex_unlock(&c->lock);
-		n = write(c->fd, c->ring + tail, run);
-		pthread_mutex_lock(&c->lock);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			/* a reader that went away must not take the VM down */
-			fprintf(stderr,
-				"lull: the console stopped taking output (%s): the rest is dropped\n",
-				n < 0 ? strerror(errno) : "nothing written");
-			c->closed = true;
-			c->dropped += c->queued;
-			c->queued = 0;
-		} else {
-			/* close may have given up on these bytes meanwhile */
-			c->queued -=
-				(size_t)n < c->queued ? (size_t)n : c->queued;
-		}
-		if (!c->queued)
-			pthread_cond_broadcast(&c->drained);
-		room_again = c->room_wanted && c->room &&
-			     (c->closed ||
-			      CONSOLE_RING_SIZE - c->queued >= c->room_wanted);
-		if (room_again) {
-			/* without our lock: the UART calls us under its own */
-			c->room_wanted = 0;
-			pthread_mutex_unlock(&c->lock);
-			c->room(c->room_opaque);
-			pthread_mutex_lock(&c->lock);
-		}
-	}
-	pthread_mutex_unlock(&c->lock);
-	return NULL;
-}
-
-int console_open(struct console *c, const char *path, uint64_t limit,
-		 const struct console_thread *thread, char *err, size_t errlen)
-{
-	pthread_condattr_t attr;
-	sigset_t all, old;
-	int r;
-
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->more, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->drained, &attr);
-	pthread_condattr_destroy(&attr);
+	c->fd = c->out_fd = c->wake_fd = -1;
 	c->limit = limit;
-	c->thread = *thread;
-	c->fd = STDOUT_FILENO;
+}
+
+/*
+ * stdout as a description of our own with O_NONBLOCK set: flags belong to
+ * the description, and the one stdout shares with the shell must keep its
+ * own. A pipe or FIFO with no reader left is a destination that stopped.
+ */
+static void open_stdout(struct console *c)
+{
+	struct stat st;
+	int fd;
+
+	c->out_fd = c->fd;
+	if (fstat(c->fd, &st) < 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		return; /* a bad fd fails its first write, and says so */
+	if (S_ISSOCK(st.st_mode)) {
+		c->out_socket = true;
+		return;
+	}
+	if (fcntl(c->fd, F_GETFL) & O_NONBLOCK)
+		return;
+	fd = open("/proc/self/fd/1",
+		  O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0) {
+		c->out_fd = fd;
+		return;
+	}
+	if (errno == ENXIO) {
+		fputs("lull: the console's reader is gone: the guest's output is dropped\n",
+		      stderr);
+		c->closed = true;
+		return;
+	}
+	/* someone else's terminal or FIFO: written only where poll says so */
+	c->out_polled = true;
+}
+
+int console_open(struct console *c, const char *path, uint64_t limit, char *err,
+		 size_t errlen)
+{
+	console_init(c, limit);
 	if (path && strcmp(path, "-")) {
 		/*
-		 * Non-blocking, so that a FIFO nobody reads fails at once
+		 * Non-blocking for good: a FIFO nobody reads fails at once
 		 * (ENXIO) instead of holding lull in open() before --timeout
-		 * even starts; writes block again afterwards.
+		 * even starts, and no write of the owner's ever waits.
 		 */
 		c->fd = open(path,
 			     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
@@ -134,32 +80,126 @@ int console_open(struct console *c, const char *path, uint64_t limit,
 			c->fd = -1;
 			return -e;
 		}
-		fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
 		c->own_fd = true;
+		c->out_fd = c->fd;
+	} else {
+		c->fd = STDOUT_FILENO;
+		open_stdout(c);
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	r = pthread_create(&c->writer, NULL, console_writer, c);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r) {
-		snprintf(err, errlen, "cannot start the console thread: %s%s",
-			 strerror(r), host_task_limit_hint(r));
-		return -r;
-	}
-	pthread_setname_np(c->writer, "console");
-	c->writer_started = true;
-	pthread_mutex_lock(&c->lock);
-	while (!c->confined)
-		pthread_cond_wait(&c->drained, &c->lock);
-	r = c->confined;
-	pthread_mutex_unlock(&c->lock);
-	if (r < 0) {
-		snprintf(err, errlen, "%s", c->confine_err);
-		pthread_join(c->writer, NULL);
-		c->writer_started = false;
-		return r;
+	c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->wake_fd < 0) {
+		int e = errno;
+
+		snprintf(err, errlen, "cannot make the console's eventfd: %s%s",
+			 strerror(e), host_fd_limit_hint(e));
+		return -e;
 	}
 	return 0;
+}
+
+/* Without waiting: n bytes or fewer written, 0 for no room, -1 for gone. */
+static ssize_t write_some(struct console *c, const char *buf, size_t n)
+{
+	ssize_t w;
+
+	if (c->out_polled) {
+		struct pollfd p = { .fd = c->out_fd, .events = POLLOUT };
+
+		if (poll(&p, 1, 0) == 0)
+			return 0;
+		/* a pipe with room takes this much without blocking */
+		if (n > PIPE_BUF)
+			n = PIPE_BUF;
+	}
+	do {
+		w = c->out_socket ? send(c->out_fd, buf, n, MSG_DONTWAIT) :
+				    write(c->out_fd, buf, n);
+	} while (w < 0 && errno == EINTR);
+	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return 0;
+	if (w <= 0) {
+		/* a reader that went away must not take the VM down */
+		fprintf(stderr,
+			"lull: the console stopped taking output (%s): the rest is dropped\n",
+			w < 0 ? strerror(errno) : "nothing written");
+		return -1;
+	}
+	return w;
+}
+
+void console_flush(struct console *c)
+{
+	uint64_t count;
+	bool room_again;
+
+	if (c->wake_fd >= 0) {
+		/* nothing to read: called for room or a timeout, not a wake */
+		ssize_t r = read(c->wake_fd, &count, sizeof(count));
+
+		(void)r;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->wake_sent = false;
+	c->out_full = false;
+	while (c->queued && !c->closed) {
+		/* one contiguous run of the ring at a time, lock dropped */
+		size_t tail = (c->head + CONSOLE_RING_SIZE - c->queued) %
+			      CONSOLE_RING_SIZE;
+		size_t run = c->queued < CONSOLE_RING_SIZE - tail ?
+				     c->queued :
+				     CONSOLE_RING_SIZE - tail;
+		ssize_t n;
+
+		pthread_mutex_unlock(&c->lock);
+		n = write_some(c, c->ring + tail, run);
+		pthread_mutex_lock(&c->lock);
+		if (n < 0) {
+			c->closed = true;
+		} else if (n == 0) {
+			c->out_full = true;
+			break;
+		} else {
+			c->queued -= (size_t)n;
+		}
+	}
+	if (c->closed) {
+		c->dropped += c->queued;
+		c->queued = 0;
+	}
+	room_again =
+		c->room_wanted && c->room &&
+		(c->closed || CONSOLE_RING_SIZE - c->queued >= c->room_wanted);
+	if (room_again)
+		c->room_wanted = 0;
+	pthread_mutex_unlock(&c->lock);
+	/* without our lock: the UART calls us under its own */
+	if (room_again)
+		c->room(c->room_opaque);
+}
+
+unsigned console_poll_fds(struct console *c, struct pollfd *fds)
+{
+	unsigned n = 0;
+
+	if (c->wake_fd >= 0)
+		fds[n++] =
+			(struct pollfd){ .fd = c->wake_fd, .events = POLLIN };
+	pthread_mutex_lock(&c->lock);
+	if (c->out_full && c->queued && !c->closed)
+		fds[n++] =
+			(struct pollfd){ .fd = c->out_fd, .events = POLLOUT };
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/* Under the lock: the owner is told once until it has flushed. */
+static void wake_owner(struct console *c)
+{
+	static const uint64_t one = 1;
+
+	if (c->wake_fd < 0 || c->wake_sent)
+		return;
+	c->wake_sent = write(c->wake_fd, &one, sizeof(one)) == sizeof(one);
 }
 
 void console_putc(struct console *c, uint8_t ch)
@@ -188,9 +228,9 @@ void console_putc(struct console *c, uint8_t ch)
 		c->head = (c->head + 1) % CONSOLE_RING_SIZE;
 		c->queued++;
 		c->accepted++;
-		/* whole lines to the writer: one wake-up, one write each */
+		/* whole lines to the owner: one wake-up, one write each */
 		if (ch == '\n' || c->queued >= CONSOLE_RING_SIZE / 2)
-			pthread_cond_signal(&c->more);
+			wake_owner(c);
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -201,8 +241,11 @@ bool console_has_room(struct console *c, size_t n)
 
 	pthread_mutex_lock(&c->lock);
 	room = c->closed || CONSOLE_RING_SIZE - c->queued >= n;
-	if (!room && n > c->room_wanted)
+	if (!room && n > c->room_wanted) {
 		c->room_wanted = n;
+		/* a partial line may be all that fills the ring */
+		wake_owner(c);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return room;
 }
@@ -218,43 +261,29 @@ void console_set_room_callback(struct console *c, void (*room)(void *),
 
 void console_close(struct console *c)
 {
-	struct timespec until = monotonic_at(clock_now_ns() + CONSOLE_DRAIN_NS);
+	uint64_t until = clock_now_ns() + CONSOLE_DRAIN_NS;
 
 	if (c->fd < 0)
 		return;
-	if (c->writer_started) {
-		pthread_mutex_lock(&c->lock);
-		c->closing = true;
-		pthread_cond_signal(&c->more);
-		while (c->queued &&
-		       pthread_cond_timedwait(&c->drained, &c->lock, &until) !=
-			       ETIMEDOUT)
-			;
-		if (c->queued) {
-			/* a reader that never reads: stop waiting for it */
-			c->dropped += c->queued;
-			c->queued = 0;
-		}
-		pthread_mutex_unlock(&c->lock);
-		/*
-		 * With nothing queued and closing set, the writer ends as soon
-		 * as its write returns; the kick (no SA_RESTART) makes a
-		 * blocked write return, and a kick that came just before the
-		 * write began is followed by another.
-		 */
-		for (;;) {
-			struct timespec soon =
-				monotonic_at(clock_now_ns() + 10000000ull);
+	for (;;) {
+		struct pollfd out = { .fd = c->out_fd, .events = POLLOUT };
+		uint64_t now = clock_now_ns();
 
-			if (pthread_clockjoin_np(c->writer, NULL,
-						 CLOCK_MONOTONIC,
-						 &soon) != ETIMEDOUT)
-				break;
-			pthread_kill(c->writer, c->thread.wake_signal);
-		}
-		c->writer_started = false;
+		console_flush(c);
+		if (!c->queued || now >= until)
+			break;
+		poll(&out, 1, (int)((until - now + 999999) / 1000000));
 	}
+	pthread_mutex_lock(&c->lock);
+	/* a reader that never reads: stop waiting for it */
+	c->dropped += c->queued;
+	c->queued = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (c->out_fd >= 0 && c->out_fd != c->fd)
+		close(c->out_fd);
 	if (c->own_fd)
 		close(c->fd);
-	c->fd = -1;
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	c->fd = c->out_fd = c->wake_fd = -1;
 }

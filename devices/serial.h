@@ -40,7 +40,7 @@
 typedef void serial_irq_fn(void *opaque, bool level);
 
 struct serial {
-	pthread_mutex_t lock; /* vCPUs and the console writer share it */
+	pthread_mutex_t lock; /* vCPUs and the console's owner share it */
 	uint8_t regs[SERIAL_PORTS];
 	uint8_t dll, dlm; /* the divisor latch, behind LCR.DLAB */
 	bool fifo_enabled; /* FCR bit 0: IIR's FIFO bits */
@@ -60,7 +60,7 @@ void serial_init(struct serial *s, struct console *console);
 void serial_set_irq(struct serial *s, serial_irq_fn *irq, void *opaque);
 /* One byte at COM1 + offset, from any vCPU thread. */
 void serial_io(struct serial *s, uint16_t offset, bool out, uint8_t *data);
-/* The console has room again (its room callback; console writer thread). */
+/* The console has room again (its room callback, from console_flush). */
 void serial_console_room(void *serial);
 
 #endif

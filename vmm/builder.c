@@ -498,12 +498,6 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 	return 0;
 }
 
-/* The console's writer: kicked as a vCPU is, confined as the sandbox says. */
-static const struct console_thread console_thread = {
-	.wake_signal = SIG_VCPU_KICK,
-	.confine = sandbox_enter_console,
-};
-
 static int build(struct vm *vm, const struct vm_config *cfg,
 		 struct loaded_guest *guest)
 {
@@ -537,7 +531,7 @@ static int build(struct vm *vm, const struct vm_config *cfg,
 		return r;
 	fw_cfg_init(&vm->fw_cfg, vm->ram_size, (uint16_t)cfg->nr_vcpus);
 	r = console_open(&vm->console, cfg->console_path, cfg->console_limit,
-			 &console_thread, err, sizeof(err));
+			 err, sizeof(err));
 	if (r < 0) {
 		vm_err(vm, "%s", err);
 		return vm->console.fd < 0 ? -LULL_EXIT_USAGE : -LULL_EXIT_HOST;

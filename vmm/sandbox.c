@@ -67,7 +67,7 @@ static int add_rules(scmp_filter_ctx ctx, const struct rule *r, size_t n)
 static int allow_common(scmp_filter_ctx ctx)
 {
 	const struct rule r[] = {
-		/* stderr, the console, --stats, and the eventfd kicks */
+		/* stderr, the console, --stats, and the eventfd wakes */
 		ANY(write),
 		/* locks and condition variables */
 		ANY(futex),
@@ -143,13 +143,19 @@ static int allow_sanitizers(scmp_filter_ctx ctx)
 
 /*
  * The main thread, from the moment every vCPU runs: it waits for a stop
- * (signals, --timeout), stops the vCPUs and the console, writes --stats
- * and tears the VM down.
+ * (signals, --timeout) writing the console meanwhile, stops the vCPUs,
+ * drains the console, writes --stats and tears the VM down.
  */
-static int allow_main(scmp_filter_ctx ctx)
+static int allow_main(scmp_filter_ctx ctx, int console_wake_fd,
+		      int console_out_fd)
 {
 	const struct rule r[] = {
-		ANY(rt_sigtimedwait), /* the wait for a reason to stop */
+		ANY(ppoll), /* the wait for a reason to stop */
+		/* the console: its wake, and room at a destination that
+		 * cannot be made non-blocking or that is a socket */
+		IF1(read, EQ(0, (scmp_datum_t)console_wake_fd)),
+		ANY(poll),
+		IF1(sendto, EQ(0, (scmp_datum_t)console_out_fd)),
 		/* --stats: stdio's buffer, the resident-page count, the
 		 * process's /proc status opened at start, the CPU clock */
 		ANY(newfstatat),
@@ -350,23 +356,16 @@ static int finish(scmp_filter_ctx ctx, int r, char *err, size_t errlen)
 	return r;
 }
 
-int sandbox_enter_main(char *err, size_t errlen)
+int sandbox_enter_main(int console_wake_fd, int console_out_fd, char *err,
+		       size_t errlen)
 {
 	scmp_filter_ctx ctx;
 	int r = begin("main", &ctx, err, errlen);
 
 	if (r < 0 || !ctx)
 		return finish(ctx, r, err, errlen);
-	return finish(ctx, allow_main(ctx), err, errlen);
-}
-
-/* The writer needs nothing beyond the common calls: write and futex. */
-int sandbox_enter_console(char *err, size_t errlen)
-{
-	scmp_filter_ctx ctx;
-	int r = begin("console", &ctx, err, errlen);
-
-	return finish(ctx, r, err, errlen);
+	return finish(ctx, allow_main(ctx, console_wake_fd, console_out_fd),
+		      err, errlen);
 }
 
 int sandbox_enter_vcpu(unsigned index, int vcpu_fd, int ring_fd,

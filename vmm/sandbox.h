@@ -7,8 +7,8 @@
  * lists them, thread by thread, with the reason for each).
  *
  * Capabilities and filters belong to a thread, not to the process, so each
- * thread confines itself: the console writer as it starts, each vCPU before
- * it first enters the guest, the main thread once the vCPUs are running.
+ * thread confines itself: each vCPU before it first enters the guest, the
+ * main thread once the vCPUs are running.
  *
  * A call outside the filter is lull's bug, not the guest's: the thread that
  * made it names itself and the call on stderr and lull exits with
@@ -28,13 +28,15 @@
 int sandbox_init(bool seccomp);
 
 /*
- * The calling thread confines itself. The vCPU's may only use its own
- * vCPU fd, its own idle ring and, where it samples the scheduler
- * (lateness.h), read its schedstat fd (-1: none). Returns 0, or -errno
- * with one sentence in err.
+ * The calling thread confines itself. The main thread, which writes the
+ * console, may read only the console's eventfd and send only to its
+ * destination (a socket, console.h). The vCPU's may only use its own vCPU
+ * fd, its own idle ring and, where it samples the scheduler (lateness.h),
+ * read its schedstat fd (-1: none). Returns 0, or -errno with one sentence
+ * in err.
  */
-int sandbox_enter_main(char *err, size_t errlen);
-int sandbox_enter_console(char *err, size_t errlen);
+int sandbox_enter_main(int console_wake_fd, int console_out_fd, char *err,
+		       size_t errlen);
 int sandbox_enter_vcpu(unsigned index, int vcpu_fd, int ring_fd,
 		       int sched_fd, char *err, size_t errlen);
 

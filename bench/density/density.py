@@ -1141,9 +1141,9 @@ def raise_nofile(n):
 
 def task_limit(n, vcpus):
     """None, or why the host's task limit will refuse some of N lull VMs:
-    each is a main and a console thread, its vCPU threads, and KVM's own
-    worker (NX huge page recovery, on kernels that have one)."""
-    need = n * (3 + vcpus) + len(os.listdir("/proc"))
+    each is a main thread, its vCPU threads, and KVM's own worker (NX huge
+    page recovery, on kernels that have one)."""
+    need = n * (2 + vcpus) + len(os.listdir("/proc"))
     for knob in ("pid_max", "threads-max"):
         try:
             have = int(read_text(f"/proc/sys/kernel/{knob}"))

@@ -2,8 +2,9 @@
 /*
  * COM1's interrupt model: the THRE interrupt's raise and clear rules, IIR,
  * OUT2 gating of the line, and the console's backpressure. Most tests use
- * a console with no writer thread (bytes only queue); the last one runs
- * the real writer into a FIFO that the test drains.
+ * a console with no destination (bytes only queue); the last one flushes
+ * the real console into a FIFO that the test drains, as lull's main thread
+ * does.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -19,8 +20,6 @@
 
 #include "devices/serial.h"
 #include "lull_abi.h"
-#include "vcpu/vcpu.h"
-#include "vmm/sandbox.h"
 
 enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
 #define FCR IIR
@@ -31,11 +30,6 @@ enum { THR, IER, IIR, LCR, MCR, LSR, MSR, SCR };
 #define IIR_THRE 0x02
 
 static struct console con; /* big: not on the stack */
-/* the writer thread lull gives its console (vmm/builder.c) */
-static const struct console_thread console_thread = {
-	.wake_signal = SIG_VCPU_KICK,
-	.confine = sandbox_enter_console,
-};
 static struct serial uart;
 static atomic_bool line;
 static atomic_uint line_changes;
@@ -47,14 +41,10 @@ static void irq(void *opaque, bool level)
 	atomic_fetch_add(&line_changes, 1);
 }
 
-/* A console whose ring fills and never drains: no writer, no file. */
+/* A console whose ring fills and never drains: no file. */
 static void quiet_console(void)
 {
-	memset(&con, 0, sizeof(con));
-	pthread_mutex_init(&con.lock, NULL);
-	pthread_cond_init(&con.more, NULL);
-	pthread_cond_init(&con.drained, NULL);
-	con.fd = -1;
+	console_init(&con, 0);
 	serial_init(&uart, &con);
 	serial_set_irq(&uart, irq, NULL);
 	atomic_store(&line, false);
@@ -261,17 +251,7 @@ Test(serial, room_without_etbei_raises_nothing)
 	cr_assert_eq(atomic_load(&line_changes), 0);
 }
 
-/* ---- the real writer thread: its room callback ---- */
-
-static bool wait_for_line(bool level)
-{
-	for (unsigned i = 0; i < 5000; i++) {
-		if (atomic_load(&line) == level)
-			return true;
-		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
-	}
-	return false;
-}
+/* ---- the real console, flushed by its owner: the room callback ---- */
 
 Test(serial_writer, room_callback_raises_thre_after_backpressure)
 {
@@ -285,9 +265,8 @@ Test(serial_writer, room_callback_raises_thre_after_backpressure)
 	cr_assert_eq(mkfifo(path, 0600), 0);
 	reader = open(path, O_RDONLY | O_NONBLOCK);
 	cr_assert_geq(reader, 0);
-	cr_assert_eq(
-		console_open(&con, path, 0, &console_thread, err, sizeof(err)),
-		0, "%s", err);
+	cr_assert_eq(console_open(&con, path, 0, err, sizeof(err)), 0, "%s",
+		     err);
 	serial_init(&uart, &con);
 	serial_set_irq(&uart, irq, NULL);
 	console_set_room_callback(&con, serial_console_room, &uart);
@@ -296,15 +275,21 @@ Test(serial_writer, room_callback_raises_thre_after_backpressure)
 	out(MCR, OUT2);
 	out(IER, ETBEI);
 	cr_assert_eq(in(IIR), IIR_THRE);
+	/* the pipe fills, then the ring: the owner finds no room */
+	do {
+		fill_until_busy();
+		console_flush(&con);
+	} while (!con.out_full);
 	fill_until_busy();
-	cr_assert(wait_for_line(false));
-	/* the reader reads: the writer empties the ring, the THR empties */
+	console_flush(&con);
+	cr_assert(con.out_full, "the owner waits for room at the FIFO");
+	cr_assert_not(atomic_load(&line), "no THRE while the ring is full");
+	/* the reader reads: the owner empties the ring, the THR empties */
 	while (!atomic_load(&line)) {
 		ssize_t n = read(reader, sink, sizeof(sink));
 
-		cr_assert(n > 0 || (n < 0 && errno == EAGAIN));
-		if (n < 0 && !wait_for_line(true))
-			cr_assert_fail("no THRE after the ring drained");
+		cr_assert(n > 0, "the FIFO had the ring's bytes");
+		console_flush(&con);
 	}
 	/* the first look after writes finds it sending, then it is empty */
 	cr_assert_eq(in(IIR), IIR_NONE);

@@ -5,7 +5,7 @@
  *
  * Each input builds a VM without KVM, as tests/hypercall does: 1-3 vCPUs
  * with a wheel and PV timers but no fd, exact-size malloc'd RAM (so ASan
- * sees one byte past it), a console with no writer thread (its ring fills
+ * sees one byte past it), a console with no destination (its ring fills
  * and stays full, which is what COM1's LSR reports). A few config bytes
  * pick vCPUs, slots, RAM size, timer mode, missed-ticks policy, the pvclock
  * parameters and the start time; the rest is a sequence of operations:
@@ -570,12 +570,7 @@ static void vm_build(struct fuzz_input *in)
 	vm.kvm_fd = vm.vm_fd = -1;
 	serial_init(&vm.serial, &vm.console);
 	unclaimed_init(&vm.unclaimed);
-	/* console_open() minus the file and the writer thread */
-	pthread_mutex_init(&vm.console.lock, NULL);
-	pthread_cond_init(&vm.console.more, NULL);
-	pthread_cond_init(&vm.console.drained, NULL);
-	vm.console.fd = -1;
-	vm.console.limit = fuzz_take(in, 2);
+	console_init(&vm.console, fuzz_take(in, 2));
 	check(vm.ram && vm.cpus);
 
 	for (unsigned i = 0; i < vm.cfg.nr_vcpus; i++) {
@@ -613,8 +608,6 @@ static void vm_free(void)
 	pthread_mutex_destroy(&vm.serial.lock);
 	pthread_mutex_destroy(&vm.unclaimed.lock);
 	pthread_mutex_destroy(&vm.console.lock);
-	pthread_cond_destroy(&vm.console.more);
-	pthread_cond_destroy(&vm.console.drained);
 	free(vm.ram);
 	free(vm.cpus);
 	vm.ram = NULL;

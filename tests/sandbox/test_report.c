@@ -18,7 +18,12 @@
 #include "vmm/exit_status.h"
 #include "vmm/sandbox.h"
 
-enum child_role { CONSOLE, VCPU, CONSOLE_UNFILTERED };
+enum child_role { MAIN, VCPU, MAIN_UNFILTERED };
+
+/* The fds the confined main thread is given: the console's eventfd and
+ * destination. */
+#define CONSOLE_WAKE_FD 5
+#define CONSOLE_OUT_FD 6
 
 struct outcome {
 	int status; /* exit status, or 128 + signal */
@@ -45,11 +50,12 @@ static struct outcome run_child(enum child_role role, void (*forbidden)(void))
 
 		dup2(pipefd[1], STDERR_FILENO);
 		close(pipefd[0]);
-		if (sandbox_init(role != CONSOLE_UNFILTERED) < 0)
+		if (sandbox_init(role != MAIN_UNFILTERED) < 0)
 			_exit(90);
 		r = role == VCPU ?
 			    sandbox_enter_vcpu(7, 3, 4, -1, err, sizeof(err)) :
-			    sandbox_enter_console(err, sizeof(err));
+			    sandbox_enter_main(CONSOLE_WAKE_FD, CONSOLE_OUT_FD,
+					       err, sizeof(err));
 		if (r < 0) {
 			dprintf(STDERR_FILENO, "enter: %s\n", err);
 			_exit(91);
@@ -83,22 +89,28 @@ static void kvm_run_on_another_fd(void)
 	ioctl(STDERR_FILENO, 0xae80, 0);
 }
 
+/* The console's socket destination is 6: not stderr. */
+static void send_to_another_fd(void)
+{
+	send(STDERR_FILENO, "x", 1, MSG_DONTWAIT);
+}
+
 static void read_no_new_privs_and_caps(void)
 {
-	/* prctl is not on the console's list either: checked through exit */
+	/* prctl is not on main's list either: checked through exit */
 	_exit(prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 ? 0 : 93);
 }
 
 Test(sandbox, forbidden_call_is_named_and_ends_lull)
 {
-	struct outcome o = run_child(CONSOLE, make_a_socket);
+	struct outcome o = run_child(MAIN, make_a_socket);
 
 	cr_assert_eq(o.status, LULL_EXIT_SECCOMP, "status %d\n%s", o.status,
 		     o.err);
 	cr_assert(strstr(o.err, "allowed\n"), "%s", o.err);
-	cr_assert(strstr(o.err,
-			 "lull: thread console made system call socket (41)"),
-		  "%s", o.err);
+	cr_assert(
+		strstr(o.err, "lull: thread main made system call socket (41)"),
+		"%s", o.err);
 	cr_assert(strstr(o.err, "--no-seccomp"), "%s", o.err);
 }
 
@@ -114,10 +126,21 @@ Test(sandbox, vcpu_ioctl_is_pinned_to_its_own_fd)
 		"%s", o.err);
 }
 
+Test(sandbox, main_sends_only_to_its_console)
+{
+	struct outcome o = run_child(MAIN, send_to_another_fd);
+
+	cr_assert_eq(o.status, LULL_EXIT_SECCOMP, "status %d\n%s", o.status,
+		     o.err);
+	cr_assert(
+		strstr(o.err, "lull: thread main made system call sendto (44)"),
+		"%s", o.err);
+}
+
 Test(sandbox, no_seccomp_confines_without_a_filter)
 {
 	struct outcome o =
-		run_child(CONSOLE_UNFILTERED, read_no_new_privs_and_caps);
+		run_child(MAIN_UNFILTERED, read_no_new_privs_and_caps);
 
 	cr_assert_eq(o.status, 0, "status %d\n%s", o.status, o.err);
 	cr_assert_null(strstr(o.err, "seccomp"), "%s", o.err);
