@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -615,13 +616,16 @@ Test(boot, console_reader_that_stops_does_not_hold_lull)
 	close(fds[0]);
 }
 
-/* A slow reader loses nothing: the guest waits on the UART instead. */
-Test(boot, slow_console_reader_loses_nothing)
+/*
+ * A slow reader loses nothing: the guest waits on the UART instead. fds is
+ * the console's pipe or socket pair, read at [0].
+ */
+static void slow_reader_loses_nothing(int fds[2])
 {
 	char stats[] = "/tmp/lull-stats-XXXXXX", buf[65536], want[32];
 	char *args[] = { "run", "--stats", stats, "--cmdline", "lines=3000",
 			 (char *)guest("hello"), NULL };
-	int fds[2], null = open("/dev/null", O_WRONLY), fd = mkstemp(stats);
+	int null = open("/dev/null", O_WRONLY), fd = mkstemp(stats);
 	size_t cap = 1 << 20, len = 0;
 	char *out = malloc(cap), *json;
 	uint64_t dropped;
@@ -630,7 +634,6 @@ Test(boot, slow_console_reader_loses_nothing)
 
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(pipe(fds), 0);
 	pid = spawn_lull_onto(fds[1], null, args);
 	close(fds[1]);
 	close(null);
@@ -652,4 +655,47 @@ Test(boot, slow_console_reader_loses_nothing)
 	free(json);
 	free(out);
 	unlink(stats);
+}
+
+Test(boot, slow_console_reader_loses_nothing)
+{
+	int fds[2];
+
+	cr_assert_eq(pipe(fds), 0);
+	slow_reader_loses_nothing(fds);
+}
+
+Test(boot, slow_console_socket_loses_nothing)
+{
+	int fds[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+	slow_reader_loses_nothing(fds);
+}
+
+/*
+ * lull writes its console without blocking, through a description of its
+ * own: the one its stdout shares with the shell keeps its flags (a shell
+ * left with O_NONBLOCK on its terminal fails its next read).
+ */
+Test(boot, stdout_keeps_its_flags)
+{
+	char *args[] = { "run", (char *)guest("hello"), NULL };
+	int fds[2], null = open("/dev/null", O_WRONLY);
+	char buf[4096];
+	ssize_t n;
+	pid_t pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = spawn_lull_onto(fds[1], null, args);
+	close(null);
+	cr_assert_eq(exit_status_of(pid), 0);
+	cr_assert_eq(fcntl(fds[1], F_GETFL) & O_NONBLOCK, 0,
+		     "lull left O_NONBLOCK on its stdout's description");
+	close(fds[1]);
+	n = read(fds[0], buf, sizeof(buf) - 1);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	cr_assert(strstr(buf, "hello: PASS"), "stdout:\n%s", buf);
+	close(fds[0]);
 }
