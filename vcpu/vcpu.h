@@ -112,6 +112,9 @@ struct vcpu_stats {
 	 * through as a tick */
 	uint64_t ticks_late;
 	uint64_t ticks_late_delivered;
+	/* periodic timers (PV slots and the APIC timer) set with a period
+	 * below LULL_PERIOD_FLOOR_NS and raised to it */
+	uint64_t periods_floored;
 	/* the kernel's count of this thread's sleeps from its first entry
 	 * into the guest to its exit: a cross-check of host_wakeups */
 	uint64_t kernel_voluntary_switches;

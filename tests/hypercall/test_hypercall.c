@@ -220,6 +220,22 @@ Test(hypercall, short_period_is_raised_to_the_floor)
 
 	cr_assert_eq(hypercall(&vm, cpu, &a, NOW), 0);
 	cr_assert_eq(cpu->pv.slot[2].period, LULL_PERIOD_FLOOR_NS);
+	cr_assert_eq(cpu->vcpu.stats.periods_floored, 1, "and counted");
+	a.a4 = LULL_PERIOD_FLOOR_NS;
+	cr_assert_eq(hypercall(&vm, cpu, &a, NOW), 0);
+	cr_assert_eq(cpu->vcpu.stats.periods_floored, 1, "the floor is allowed");
+}
+
+Test(hypercall, xen_short_period_is_raised_to_the_floor_and_counted)
+{
+	struct vm_cpu *cpu = &vm.cpus[0];
+	struct hc_args a = { .op = LULL_HC_XEN_SET_PERIODIC, .a0 = 1,
+			     .a1 = 0x40 };
+
+	cr_assert_eq(hypercall(&vm, cpu, &a, NOW), 0);
+	cr_assert_eq(cpu->pv.slot[LULL_XEN_PERIODIC_SLOT].period,
+		     LULL_PERIOD_FLOOR_NS);
+	cr_assert_eq(cpu->vcpu.stats.periods_floored, 1);
 }
 
 Test(hypercall, missed_ticks_collapse_and_are_counted)

@@ -429,6 +429,7 @@ Test(apic, periodic_timer_keeps_its_phase_and_floor)
 	wr(v, APIC_TIMER_INITIAL, 10);
 	cr_assert_eq(a->timer_period_ns, LULL_PERIOD_FLOOR_NS,
 		     "a 10 ns period is raised to the floor");
+	cr_assert_eq(v->stats.periods_floored, 1, "and counted");
 	first = wheel_timer_expires(&a->timer);
 	wheel_advance(&v->wheel, first + 2048);
 	cr_assert_eq(apic_deliverable(a), 0x90);
