@@ -301,6 +301,7 @@ static const char *const vcpu_fields[] = {
 	"timers_fired_deferred",
 	"ticks_late",
 	"ticks_late_delivered",
+	"periods_floored",
 	"hard_lateness_ns.p50",
 	"hard_lateness_ns.p99",
 	"hard_lateness_ns.max",
