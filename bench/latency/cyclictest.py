@@ -33,7 +33,12 @@ Per run and thread: completed periods (the histogram's count and its
 overflows; a wakeup later than a whole period skips the periods it
 missed, so a late guest completes fewer than -D / -i), min, avg and max
 (cyclictest's own), p50, p99 and p99.9 (from the 1 µs histogram; a
-percentile beyond -h µs is shown as ">H"). For lull runs, lull's whole
+percentile beyond -h µs is shown as ">H"). In every run the guest also
+checks itself that no local timer interrupt entered before the TSC deadline
+last written on its CPU (lull-init's lull_never_early: the guest's
+tracepoints on the guest's TSC); the table shows how many it checked and
+how many were early; an early one in a lull run is lull's bug, and the
+exit status is 1 (QEMU/KVM's are shown as measured). For lull runs, lull's whole
 --stats JSON is kept (hard_lateness_ns per vCPU, and what else that
 version reports).
 
@@ -98,6 +103,9 @@ LIB_DIRS = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/li
 READY = "lull-init: ready"
 LINE = "lull-init: cyclictest: "
 DONE = "lull-init: cyclictest done"
+# the guest's own check that no local timer interrupt entered before its
+# TSC deadline (tests/linux/init.c, lull_never_early)
+NEVER_EARLY = re.compile(r"lull-init: never-early done checked=(\d+) early=(\d+)")
 FAIL = "lull-init: FAIL"
 PANIC = "Kernel panic - not syncing"
 # cyclictest's own histogram row, "000123 000000\t000002" (lull-init passes
@@ -380,7 +388,7 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
     vm_cfg = argparse.Namespace(qemu=cfg.qemu, lull=cfg.lull, mem=cfg.mem, vcpus=vcpus,
                                 kernel=cfg.kernel, initramfs=cfg.initramfs)
     args = cfg.cyclictest_args.replace("{N}", str(vcpus))
-    init = f'lull_init=cyclictest lull_cyclictest="{args}"'
+    init = f'lull_init=cyclictest lull_cyclictest="{args}" lull_never_early=1'
     lull_timeout = int(cfg.boot_timeout + cfg.duration + cfg.done_timeout + 60)
     cmd = linux_idle.vm_command(vm_cfg, mode, init, stats, lull_timeout, console=CONSOLE)
     if mode != "qemu" and cfg.lull_arg:
@@ -440,6 +448,8 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
         res["failure"] = "init: " + seen.split(FAIL, 1)[1].splitlines()[0].strip()
     keep_gzipped(console)
     res["console"] += ".gz"
+    m = NEVER_EARLY.search(seen)
+    res["never_early"] = {"checked": int(m.group(1)), "early": int(m.group(2))} if m else None
     threads = parse_output(seen, cfg.hist)
     if threads is None and not res["failure"]:
         res["failure"] = "no cyclictest summary on the console"
@@ -568,6 +578,17 @@ def table(res):
         lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} "
                      f"{ratio(a['p50_us'], b['p50_us']):>6} {ratio(a['p99_us'], b['p99_us']):>6} "
                      f"{ratio(a['max_us'], b['max_us']):>6}")
+    checks = [r for r in res["results"] if "never_early" in r]
+    if checks:
+        lines.append("")
+        lines.append("never early, the guest's own check: local timer interrupts that entered "
+                     "before their TSC deadline, of those checked")
+        lines.append(f"{'vCPUs':>5} {'mode':<16} {'run':>3} {'checked':>8} {'early':>6}")
+        for r in checks:
+            n = r["never_early"]
+            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} "
+                         + (f"{n['checked']:>8} {n['early']:>6}" if n else
+                            f"{'not checked (see its console)':>15}"))
     lat = [(r, v) for r in res["results"] for v in ((r.get("lull_stats") or {}).get("vcpus") or [])]
     if lat:
         lines.append("")
@@ -669,7 +690,11 @@ def report(out):
     print(f"results: {os.path.join(out, 'results.json')}; "
           + (f"plot: {', '.join(made)}" if made else f"plot: none ({why})"))
     failed = [r for r in res["results"] if r.get("failure")]
-    return 1 if failed or res.get("partial") else 0
+    early = sum((r.get("never_early") or {}).get("early", 0)
+                for r in res["results"] if r["mode"] != "qemu")
+    if early:
+        print(f"lull delivered {early} local timer interrupts before their TSC deadline: a bug")
+    return 1 if failed or early or res.get("partial") else 0
 
 
 # --------------------------------------------------------------------------
