@@ -9,7 +9,9 @@
  * latency at worst; lull counts the waits as deferred and aligned, and the
  * host wakes about once per tick, not more. The period is well over the
  * bound: a tick later than a period is missed, and the nested runner
- * wakes a thread 70 ms late now and then (its hard timers too).
+ * wakes a thread 70 ms late now and then (its hard timers too), and over
+ * 200 ms late where CI loads it (the kvm suite beside it, a sanitizer
+ * build): a tick may be the bound plus 300 ms late, short of missed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,13 +21,13 @@
 #include "runner.h"
 
 #define LIMIT_S 60.0
-#define HZ 3 /* 333 ms: ticks fall at three phases of the 100 ms grid */
+#define HZ 2 /* 500 ms: each tick at another phase of the grid */
 #define SECONDS 4
 #define BOUND_MS 100
 #define MS 1000000ll
 /* the median tick: the host's usual wake latency; any tick: a stall */
 #define WAKE_LATE_NS (50 * MS)
-#define WAKE_LATE_ANY_NS (140 * MS)
+#define WAKE_LATE_ANY_NS (300 * MS)
 
 static void run_deferred(const char *mode)
 {
@@ -67,7 +69,8 @@ static void run_deferred(const char *mode)
 	cr_assert_eq(missed, 0, "%s: %lu missed ticks, bound under the period",
 		     mode, missed);
 	cr_assert_geq(ticks, HZ * SECONDS - 1, "%s: %lu ticks", mode, ticks);
-	/* waits of x, x + 33 and x + 67 ms (mod 100): a median of 33..67 */
+	/* each period moves the tick by 31.25 ms (mod the 93.75 ms step):
+	 * waits spread over the step, a median near half of it */
 	cr_assert(p50 >= BOUND_MS * MS / 5 && p50 <= BOUND_MS * MS + WAKE_LATE_NS,
 		  "%s: median lateness %ld ns, bound %d ms", mode, p50, BOUND_MS);
 	cr_assert_leq(max, BOUND_MS * MS + WAKE_LATE_ANY_NS,
