@@ -67,7 +67,7 @@ def parse_args(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--vms", type=int, default=128, metavar="N",
-                    help="VMs, all at once (default 128; 512 where memory allows)")
+                    help="VMs, all at once (default 128; the runner holds 512 in 9 GiB)")
     ap.add_argument("--minutes", type=float, default=5.0, metavar="M",
                     help="how long every guest runs (default 5; rounded to whole seconds)")
     ap.add_argument("--lull", default=os.path.join(ROOT, "build", "vmm", "lull"),
