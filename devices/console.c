@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -13,9 +14,13 @@
 #include "host_limits.h"
 #include "timers/clock.h"
 
+_Static_assert(sizeof(struct console) - offsetof(struct console, ring) <
+		       CONSOLE_RING_SIZE + _Alignof(struct console),
+	       "the ring is the console's last member");
+
 void console_init(struct console *c, uint64_t limit)
 {
-	memset(c, 0, sizeof(*c));
+	memset(c, 0, offsetof(struct console, ring));
 	pthread_mutex_init(&c->lock, NULL);
 	c->fd = c->out_fd = c->wake_fd = -1;
 	c->limit = limit;

@@ -52,7 +52,6 @@ struct console {
 	int wake_fd; /* eventfd the owner waits on; -1: nobody waits */
 	bool wake_sent; /* a wake the owner has not taken yet */
 	pthread_mutex_t lock;
-	char ring[CONSOLE_RING_SIZE];
 	size_t head, queued; /* next free slot; bytes waiting */
 	uint64_t first_byte_ns; /* 0 until the guest writes */
 	uint64_t bytes; /* everything the guest wrote */
@@ -65,6 +64,9 @@ struct console {
 	size_t room_wanted;
 	void (*room)(void *opaque);
 	void *room_opaque;
+	/* last, and not cleared by console_init(): a byte means something
+	 * only once queued, and pages output never reached stay untouched */
+	char ring[CONSOLE_RING_SIZE];
 };
 
 /* A console with no destination: bytes only queue (tests, fuzzers). */

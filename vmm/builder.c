@@ -505,7 +505,6 @@ static int build(struct vm *vm, const struct vm_config *cfg,
 	char err[200];
 	int r;
 
-	memset(vm, 0, sizeof(*vm));
 	vm->cfg = *cfg;
 	vm->kvm_fd = vm->vm_fd = -1;
 	atomic_init(&vm->stop, false);

@@ -458,7 +458,7 @@ int main(int argc, char **argv)
 	struct vm_config cfg;
 	struct stats_out stats = { NULL, -1 };
 	const char *warning;
-	struct vm vm;
+	static struct vm vm; /* zeroed, and untouched where unused */
 	int r, status;
 
 	if (argc < 2)
