@@ -356,12 +356,8 @@ static void set_initial_count(struct vcpu *v, uint32_t count)
 		return;
 	}
 	period = (uint64_t)count * a->timer_divisor; /* 1 ns per bus cycle */
-	/* a tiny period must not become a storm the host pays for */
-	if (timer_mode(a) == APIC_TIMER_PERIODIC &&
-	    period < LULL_PERIOD_FLOOR_NS) {
-		period = LULL_PERIOD_FLOOR_NS;
-		v->stats.periods_floored++;
-	}
+	if (timer_mode(a) == APIC_TIMER_PERIODIC)
+		period = vcpu_floor_period(v, period);
 	a->timer_period_ns = period;
 	timer_arm(v, sat_add(clock_now_ns(), period));
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "lull_abi.h"
 #include "timers/advance.h"
 #include "timers/periodic.h"
 #include "timers/wheel.h"
@@ -263,6 +264,21 @@ static inline void vcpu_count_catch_up(struct vcpu *v,
 {
 	v->stats.ticks_late += c->late;
 	v->stats.ticks_late_delivered += c->late && c->deliver;
+}
+
+/*
+ * Every periodic timer a guest sets (APIC periodic mode, a periodic PV
+ * slot, Xen's set_periodic) takes its period through here: below
+ * LULL_PERIOD_FLOOR_NS it is raised to that and counted, since a tiny
+ * period would be a storm the host pays for, and a guest's request that
+ * lull changed must show in --stats.
+ */
+static inline uint64_t vcpu_floor_period(struct vcpu *v, uint64_t period)
+{
+	if (period >= LULL_PERIOD_FLOOR_NS)
+		return period;
+	v->stats.periods_floored++;
+	return LULL_PERIOD_FLOOR_NS;
 }
 
 /* From a timer callback on the vCPU's own thread: a timer that expired at

@@ -63,11 +63,7 @@ static int64_t timer_set(struct vm *vm, struct vm_cpu *cpu, uint64_t slot,
 			return bad(vm, cpu, HC_ERR_PERIOD, -LULL_EINVAL,
 				   "periodic timer with period %" PRIu64,
 				   period);
-		if (period < LULL_PERIOD_FLOOR_NS) {
-			period = LULL_PERIOD_FLOOR_NS; /* as Xen's vpt does */
-			cpu->vcpu.stats.periods_floored++;
-		}
-		period = clamp_horizon(period);
+		period = clamp_horizon(vcpu_floor_period(&cpu->vcpu, period));
 	}
 	pvtimer_set(&cpu->pv, (unsigned)slot, clamp_deadline(deadline, now),
 		    (uint8_t)vector, (unsigned)flags, period,
@@ -156,12 +152,9 @@ int64_t hypercall(struct vm *vm, struct vm_cpu *cpu, const struct hc_args *a,
 		return timer_stop(vm, cpu, LULL_XEN_SINGLESHOT_SLOT);
 	case LULL_HC_XEN_SET_PERIODIC: {
 		/* VCPUOP_set_periodic_timer: first tick one period from now */
-		uint64_t period = clamp_horizon(a->a0);
+		uint64_t period =
+			vcpu_floor_period(&cpu->vcpu, clamp_horizon(a->a0));
 
-		if (period < LULL_PERIOD_FLOOR_NS) {
-			period = LULL_PERIOD_FLOOR_NS;
-			cpu->vcpu.stats.periods_floored++;
-		}
 		return timer_set(vm, cpu, LULL_XEN_PERIODIC_SLOT,
 				 sat_add(now, period), a->a1,
 				 LULL_TIMER_PERIODIC, period, 0, now);
