@@ -29,7 +29,12 @@ lull raised has been handled, prints one "account" line per timer slot
 
 A mismatch is timers "unaccounted" (with the count and reason); lull
 failing (exit status not 0, no --stats, no account lines) is "failed".
-The exit status is 1 if any VM failed or any timer is unaccounted.
+The exit status is 1 if any VM failed, any timer is unaccounted or a
+--fault could not be applied.
+
+--fault stops every VM, starves it with SCHED_FIFO hogs, runs KSM over it
+or caps its memory cgroup for a few seconds in the middle of the run
+(faults.py); the reconciliation is the same.
 
 Where /dev/kvm is missing, the soak runs itself inside
 tests/nested/lull-nested (a standard KVM under QEMU's emulation) and says
@@ -48,6 +53,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import faults
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNNER = os.path.join(ROOT, "tests", "nested", "lull-nested")
@@ -91,6 +98,13 @@ def parse_args(argv):
                     help="vCPUs of each idle VM (default 2: the end IPI is exercised)")
     ap.add_argument("--missed-ticks", default="one", choices=("one",),
                     help="lull's policy; the reconciliation assumes one (default)")
+    ap.add_argument("--fault", choices=faults.KINDS, default=None,
+                    help="a host fault in the middle of the run (faults.py says what each does)")
+    ap.add_argument("--fault-s", type=float, default=5.0, metavar="S",
+                    help="how long the fault lasts (default 5)")
+    ap.add_argument("--fault-at", type=float, default=None, metavar="S",
+                    help="when it starts, in seconds after the last VM started "
+                         "(default a third of the run)")
     ap.add_argument("--nested", choices=("auto", "always", "never"), default="auto",
                     help="run inside tests/nested/lull-nested: auto = when /dev/kvm is "
                          "missing (default)")
@@ -102,6 +116,15 @@ def parse_args(argv):
     if not 0 <= cfg.tick_fraction <= 1:
         ap.error("--tick-fraction is between 0 and 1")
     cfg.seconds = max(1, round(cfg.minutes * 60))
+    if cfg.fault:
+        if cfg.fault_at is None:
+            cfg.fault_at = cfg.seconds / 3
+        if cfg.fault_s <= 0 or cfg.fault_at < 0 or cfg.fault_at + cfg.fault_s > cfg.seconds - 2:
+            ap.error(f"--fault-at {cfg.fault_at:g} + --fault-s {cfg.fault_s:g} must end "
+                     f"at least 2 s before the guests do ({cfg.seconds} s)")
+        why = faults.check(cfg.fault)
+        if why:
+            ap.error(why)
     cfg.lull = os.path.abspath(cfg.lull)
     build = os.path.dirname(os.path.dirname(cfg.lull))
     cfg.guests = os.path.abspath(cfg.guests or os.path.join(build, "guests"))
@@ -157,12 +180,16 @@ def run_vms(cfg, tmp):
     # interleaved, so tick and idle VMs start spread over the spawn phase
     vms = [VM(i, "tick" if i * n_tick // cfg.vms != (i + 1) * n_tick // cfg.vms else "idle",
               cfg, tmp) for i in range(cfg.vms)]
+    fault = faults.Fault(cfg.fault, cfg.fault_at, cfg.fault_s, log) if cfg.fault else None
     t0 = time.monotonic()
     for vm in vms:
         vm.start()
     spawn_s = time.monotonic() - t0
     log(f"{cfg.vms} VMs started in {spawn_s:.1f} s; each runs {cfg.seconds} s")
     by_pid = {vm.pid: vm for vm in vms if vm.pid}
+    if fault:
+        fault.pids = list(by_pid)
+        fault.start()
     left, last = len(by_pid), time.monotonic()
     while left:
         try:
@@ -187,7 +214,9 @@ def run_vms(cfg, tmp):
         if time.monotonic() - last > 30 or not left:
             last = time.monotonic()
             log(f"{cfg.vms - left}/{cfg.vms} VMs ended after {last - t0:.0f} s")
-    return vms, spawn_s, time.monotonic() - t0
+    if fault:
+        fault.finish()
+    return vms, spawn_s, time.monotonic() - t0, fault.record if fault else None
 
 
 # --------------------------------------------------------------------------
@@ -236,7 +265,8 @@ def reconcile(vm):
     row = {"vm": vm.idx, "guest": vm.guest, "vcpus": vm.vcpus, "exit_status": vm.status,
            "host_cpu_s": round(vm.cpu_s, 3), "failed": None, "unaccounted": 0,
            "reasons": [], "expected": 0, "expected_min": 0, "delivered": 0, "merged": 0,
-           "oneshots": 0, "fired": 0, "injections": 0, "host_wakeups": 0, "wall_s": None}
+           "oneshots": 0, "fired": 0, "injections": 0, "host_wakeups": 0, "wall_s": None,
+           "hard_late_max_ns": 0, "ticks_late": 0}
     accounts, verdict = read_accounts(vm.console)
     if vm.spawn_error:
         row["failed"] = f"could not start: {vm.spawn_error}"
@@ -277,6 +307,8 @@ def reconcile(vm):
         v, acc = cpu["index"], accounts[cpu["index"]]
         row["injections"] += cpu["injections"]
         row["host_wakeups"] += cpu["host_wakeups"]
+        row["hard_late_max_ns"] = max(row["hard_late_max_ns"], cpu["hard_lateness_ns"]["max"])
+        row["ticks_late"] += cpu["ticks_late"]
         off(abs(cpu["injections"] - acc["irqs"]),
             f"vcpu {v}: lull injected {cpu['injections']}, the guest handled {acc['irqs']}")
         for kind in KINDS:
@@ -329,12 +361,19 @@ def summarize(rows, spawn_s, total_s):
         "unaccounted": [f"vm {r['vm']} ({r['guest']}): " + "; ".join(r["reasons"])
                         for r in ok if r["unaccounted"]],
         "host_wakeups": sum(r["host_wakeups"] for r in ok),
+        "hard_late_max_ms": round(max((r["hard_late_max_ns"] for r in ok), default=0) / 1e6, 3),
+        "ticks_late": sum(r["ticks_late"] for r in ok),
         "host_wakeups_per_vm_s": round(sum(r["host_wakeups"] for r in ok) / vm_s, 3) if vm_s else None,
         "host_cpu_s_per_vm_mean": round(sum(cpu) / len(cpu), 3) if cpu else None,
         "host_cpu_s_per_vm_max": cpu[-1] if cpu else None,
         "host_cpu_pct_per_vm": round(100 * sum(cpu) / vm_s, 3) if vm_s else None,
         "spawn_s": round(spawn_s, 1), "total_s": round(total_s, 1),
     }
+
+
+def fault_failed(res):
+    f = res.get("fault")
+    return bool(f) and not f["done"]
 
 
 def table(s, cfg):
@@ -355,6 +394,8 @@ def table(s, cfg):
         ("one-shots (end, drain fences)", f"{sm['oneshots']}"),
         ("lull timers fired / injections", f"{sm['timers_fired']} / {sm['injections']}"),
         ("timers unaccounted", f"{sm['timers_unaccounted']} (in {sm['vms_unaccounted']} VMs)"),
+        ("worst hard timer late (ms) / ticks late",
+         f"{sm['hard_late_max_ms']} / {sm['ticks_late']}"),
         ("host wakeups total / per VM-second",
          f"{sm['host_wakeups']} / {sm['host_wakeups_per_vm_s']}"),
         ("host CPU per VM (mean / max s; % of a core)",
@@ -362,6 +403,10 @@ def table(s, cfg):
          f"{sm['host_cpu_pct_per_vm']}%"),
         ("spawning / whole run", f"{sm['spawn_s']} s / {sm['total_s']} s"),
     ]
+    f = s.get("fault")
+    if f:
+        rows.append(("host fault", f"{f['kind']} at +{f['at_s']:g} s: "
+                     + (f["what"] if f["done"] else f"NOT APPLIED: {f['error']}")))
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k:<{width}}  {v}" for k, v in rows]
     for what in ("failures", "unaccounted"):
@@ -370,7 +415,7 @@ def table(s, cfg):
         if len(sm[what]) > 10:
             lines.append(f"  ... {len(sm[what]) - 10} more {what} in results.json")
     lines.append("PASS: every timer accounted for" if not sm["vms_failed"]
-                 and not sm["timers_unaccounted"] else "FAIL")
+                 and not sm["timers_unaccounted"] and not fault_failed(s) else "FAIL")
     return "\n".join(lines)
 
 
@@ -378,15 +423,17 @@ def config_json(cfg, nested):
     return {"vms": cfg.vms, "seconds": cfg.seconds, "tick_fraction": cfg.tick_fraction,
             "tick_us": cfg.tick_us, "work_ms": cfg.work_ms, "idle_vcpus": cfg.idle_vcpus,
             "missed_ticks": cfg.missed_ticks, "timer_mode": "deferrable",
+            "fault": cfg.fault, "fault_s": cfg.fault_s if cfg.fault else None,
+            "fault_at": cfg.fault_at if cfg.fault else None,
             "lull": cfg.lull, "nested": nested}
 
 
 def soak_here(cfg, nested):
     """Runs the soak on this host's /dev/kvm; returns the results dict."""
     with tempfile.TemporaryDirectory(prefix="lull-soak-") as tmp:
-        vms, spawn_s, total_s = run_vms(cfg, tmp)
+        vms, spawn_s, total_s, fault = run_vms(cfg, tmp)
         rows = [reconcile(vm) for vm in vms]
-    return {"config": config_json(cfg, nested), "rows": rows,
+    return {"config": config_json(cfg, nested), "rows": rows, "fault": fault,
             "summary": summarize(rows, spawn_s, total_s),
             "started": datetime.datetime.now().isoformat(timespec="seconds"),
             "uname": os.uname().release}
@@ -465,7 +512,7 @@ def main(argv):
     print(table(res, res["config"]))
     print(f"results: {os.path.join(cfg.out, 'results.json')}")
     sm = res["summary"]
-    return 1 if sm["vms_failed"] or sm["timers_unaccounted"] or rc else 0
+    return 1 if sm["vms_failed"] or sm["timers_unaccounted"] or fault_failed(res) or rc else 0
 
 
 if __name__ == "__main__":
