@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Host time: CLOCK_MONOTONIC in ns, the time base of every timer in lull,
  * CLOCK_MONOTONIC_RAW (the clock KVM counts a held guest TSC on, see
- * vcpu/pvclock.h), and the saturating sum every deadline computation uses. */
+ * vcpu/pvclock.h), CPU time for --stats, and the saturating sum every
+ * deadline computation uses. */
 #ifndef LULL_CLOCK_H
 #define LULL_CLOCK_H
 
@@ -21,6 +22,16 @@ static inline uint64_t clock_raw_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The scheduler's runtime of this thread or process (CLOCK_THREAD_CPUTIME_ID,
+ * CLOCK_PROCESS_CPUTIME_ID): exact, where /proc's figures are sampled. */
+static inline uint64_t clock_cpu_ns(clockid_t which)
+{
+	struct timespec ts;
+
+	clock_gettime(which, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 

@@ -119,6 +119,9 @@ struct vcpu_stats {
 	/* the kernel's count of this thread's sleeps from its first entry
 	 * into the guest to its exit: a cross-check of host_wakeups */
 	uint64_t kernel_voluntary_switches;
+	/* the thread's CPU time, user and system, over its whole life:
+	 * what this vCPU cost the host, apart from lull's other threads */
+	uint64_t thread_cpu_ns;
 	struct histogram hard_lateness_ns;
 	struct histogram deferred_delay_ns;
 	/* hard timers later than a threshold, and where their time went */

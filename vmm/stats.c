@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timers/clock.h"
 #include "vmm/stats.h"
 #include "vmm/vm.h"
 
@@ -18,15 +19,6 @@ static const char *const hc_error_names[HC_ERR_KINDS] = {
 };
 
 static const char *const missed_names[] = { "one", "all", "none" };
-
-static uint64_t process_cpu_ns(void)
-{
-	struct timespec ts;
-
-	/* The scheduler's runtime: exact, unlike /proc/stat on this host. */
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t status_kib(int proc_status, const char *field)
 {
@@ -180,6 +172,7 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 		"\"ticks_late\": %lu, \"ticks_late_delivered\": %lu, "
 		"\"periods_floored\": %lu, "
 		"\"kicks\": %lu, \"kernel_voluntary_switches\": %lu, "
+		"\"thread_cpu_ns\": %lu, "
 		"\"pvclock_rate_ppm\": %s, \"pvclock_steps\": %lu, ",
 		v->index, s->host_wakeups, s->halts, s->exits, s->injections,
 		s->timers_fired_hard, s->timers_fired_deferred,
@@ -187,7 +180,8 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 		v->apic.timer_aligned, v->apic.timer_rearmed,
 		v->apic.timer_rearmed_halted, v->apic.pv_eois, s->ticks_late,
 		s->ticks_late_delivered, s->periods_floored, s->kicks_received,
-		s->kernel_voluntary_switches, rate, clock->steps);
+		s->kernel_voluntary_switches, s->thread_cpu_ns, rate,
+		clock->steps);
 	counts_json(f, "exits_by_reason", s->exits_by_kind, exit_kind_names,
 		    VCPU_EXIT_KINDS);
 	counts_json(f, "io_exits_by_device", cpu->io_exits, io_class_names,
@@ -268,9 +262,12 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 	fputs(",\n", f);
 	fprintf(f,
 		"  \"wall_ns\": %lu,\n  \"host_cpu_ns\": %lu,\n"
+		"  \"main_thread_cpu_ns\": %lu,\n"
 		"  \"first_byte_ns\": %lu,\n  \"rss_kib\": %lu,\n"
 		"  \"guest_resident_kib\": %lu,\n  \"vmm_rss_kib\": %lu,\n",
-		vm->end_ns - vm->start_ns, process_cpu_ns(),
+		vm->end_ns - vm->start_ns,
+		clock_cpu_ns(CLOCK_PROCESS_CPUTIME_ID),
+		clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID),
 		first ? first - process_start_ns : 0, rss, guest,
 		rss > guest ? rss - guest : 0);
 	fprintf(f, "  \"console_bytes\": %lu,\n  \"console_dropped\": %lu,\n",

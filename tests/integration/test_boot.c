@@ -302,6 +302,7 @@ static const char *const vcpu_fields[] = {
 	"ticks_late",
 	"ticks_late_delivered",
 	"periods_floored",
+	"thread_cpu_ns",
 	"hard_lateness_ns.p50",
 	"hard_lateness_ns.p99",
 	"hard_lateness_ns.max",
@@ -367,7 +368,7 @@ Test(boot, invariant_tsc_is_kvms_verdict)
 Test(boot, stats_to_stdout_has_every_field)
 {
 	char path[64];
-	uint64_t v, wall, cpu;
+	uint64_t v, wall, cpu, main_cpu, threads_cpu;
 	const char *json;
 	struct run r;
 
@@ -382,6 +383,11 @@ Test(boot, stats_to_stdout_has_every_field)
 		  json);
 	cr_assert(stats_u64(json, "host_cpu_ns", &cpu) && cpu > 0,
 		  "host_cpu_ns:\n%s", json);
+	/* the main thread loaded the guest: it ran */
+	cr_assert(stats_u64(json, "main_thread_cpu_ns", &main_cpu) &&
+			  main_cpu > 0 && main_cpu <= cpu,
+		  "main_thread_cpu_ns:\n%s", json);
+	threads_cpu = main_cpu;
 	cr_assert(stats_has(json, "tsc_stable"), "tsc_stable:\n%s", json);
 	cr_assert(stats_has(json, "tsc_held"), "tsc_held:\n%s", json);
 	/* no --mem: a PVH ELF's default, 16M (--help) */
@@ -402,7 +408,16 @@ Test(boot, stats_to_stdout_has_every_field)
 		snprintf(path, sizeof(path), "vcpus[%d].exits", i);
 		stats_u64(json, path, &v);
 		cr_assert_gt(v, 0, "vCPU %d never exited", i);
+		snprintf(path, sizeof(path), "vcpus[%d].thread_cpu_ns", i);
+		stats_u64(json, path, &v);
+		cr_assert_gt(v, 0, "vCPU %d's thread never ran", i);
+		threads_cpu += v;
 	}
+	/* parts of the whole; the main thread ran on a little after the
+	 * process's clock was read */
+	cr_assert_leq(threads_cpu, cpu + 1000000,
+		      "threads %lu ns, the process %lu ns:\n%s", threads_cpu,
+		      cpu, json);
 	run_free(&r);
 }
 
