@@ -405,14 +405,20 @@ class Point:
                     vm.term_sent = True
                 except ProcessLookupError:
                     pass
+        # grace runs from the last VM that stopped: thousands of VMs on a
+        # slow host stop one after another, and only a stuck one is killed
         deadline = time.monotonic() + grace
 
         def left():
             return [vm for vm in vms if vm.popen is not None and vm.rc is None]
-        while left() and time.monotonic() < deadline:
+        remaining = len(left())
+        while remaining and time.monotonic() < deadline:
             self.drain(0.05)
             self.reap()
-            self.show(f"stopping: {len(left())} left")
+            if len(left()) < remaining:
+                remaining = len(left())
+                deadline = time.monotonic() + grace
+            self.show(f"stopping: {remaining} left")
         for vm in left():
             try:
                 vm.popen.kill()
@@ -569,7 +575,8 @@ class Point:
             if vm.failure:
                 continue
             if vm.killed:
-                vm.fail(f"did not stop within {self.cfg.grace:g} s of SIGTERM; SIGKILLed")
+                vm.fail(f"did not stop after SIGTERM while no VM stopped for "
+                        f"{self.cfg.grace:g} s; SIGKILLed")
             elif vm.lull:
                 if not (rc == 0 or (vm.term_sent and rc in (143, -15))):
                     vm.fail(f"lull exit status {rc}: {vm.last_line(vm.err)}")
@@ -995,8 +1002,9 @@ lateness from hard_lateness_ns). QEMU VMs are left to finish (the guest's
 summary line carries late_p99_ns=), then SIGTERM; --stop changes this.
 A VM fails when it prints nothing before the boot timeout, exits before it
 is stopped, exits with a status other than the planned one (lull: 143 after
-SIGTERM or 0; QEMU: 0 after SIGTERM or 1 = guest exit 0), ignores SIGTERM
-for --grace seconds, or prints a guest FAIL line.
+SIGTERM or 0; QEMU: 0 after SIGTERM or 1 = guest exit 0), is still running
+--grace seconds after SIGTERM and after the last VM that stopped, or prints
+a guest FAIL line.
 
 Spawning stops when the boot timeout runs out; VMs not started count as
 failed. The harness raises its own priority by 10 nice levels when allowed
@@ -1065,7 +1073,8 @@ every VM this script started and writes the partial results.""")
                     help="after the window: term = SIGTERM at once, exit = let the guests finish "
                          "(the guest prints its own lateness), auto = term for lull, exit for qemu")
     ap.add_argument("--grace", type=float, default=10.0, metavar="S",
-                    help="seconds between SIGTERM and SIGKILL (default 10)")
+                    help="after SIGTERM, seconds without any VM stopping before the rest "
+                         "get SIGKILL (default 10)")
     ap.add_argument("--cooldown", type=float, default=1.0, metavar="S",
                     help="pause between points (default 1)")
     ap.add_argument("--quick", action="store_true",
