@@ -112,6 +112,19 @@ const struct host_kvm *host_kvm(void)
 	return &h;
 }
 
+bool reference_wrong_here(const struct reference_wrong *table, size_t rows,
+			  const char *name, size_t len)
+{
+	const char *kvm = host_kvm()->module;
+
+	for (size_t i = 0; i < rows; i++)
+		if (!strcmp(table[i].kvm, kvm))
+			for (const char *const *c = table[i].cases; *c; c++)
+				if (strlen(*c) == len && !strncmp(*c, name, len))
+					return true;
+	return false;
+}
+
 void require_hardware_kvm(const char *what)
 {
 	const struct host_kvm *h = host_kvm();

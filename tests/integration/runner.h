@@ -63,6 +63,18 @@ struct host_kvm {
 };
 const struct host_kvm *host_kvm(void);
 /*
+ * Cases a QEMU/KVM reference is known to answer wrongly on a given KVM
+ * (host_kvm()->module), which lull answers as the architecture says:
+ * there the reference cannot judge them. Each test keeps its own table.
+ */
+struct reference_wrong {
+	const char *kvm;
+	const char *cases[4];
+};
+/* Is case name[0..len) in the table's row for this host's KVM? */
+bool reference_wrong_here(const struct reference_wrong *table, size_t rows,
+			  const char *name, size_t len);
+/*
  * Skips the calling test, saying so, where /dev/kvm is not hardware
  * virtualization (kvm_pvm): `what` completes "whose instruction emulator
  * ..." with what the test's guest needs of it that it lacks.

@@ -75,29 +75,18 @@ static void run_apic_qemu(struct run *r)
 }
 
 /*
- * Cases the reference is known to answer wrongly on a given KVM, which
- * lull answers as the architecture says: there the QEMU/KVM run cannot
- * judge them. kvm_pvm's in-kernel APIC shows no vector in service (ISR,
- * and with it PPR) inside the handler of an interrupt it delivered.
+ * kvm_pvm's in-kernel APIC shows no vector in service (ISR, and with it
+ * PPR) inside the handler of an interrupt it delivered.
  */
-static const struct {
-	const char *kvm;
-	const char *cases[4];
-} reference_wrong[] = {
+static const struct reference_wrong reference_wrong[] = {
 	{ "kvm_pvm", { "ppr", "eoi_order", NULL } },
 };
 
-/* Is case `name` one this host's KVM is known to answer wrongly? */
 static bool reference_known_wrong(const char *name)
 {
-	const char *kvm = host_kvm()->module;
-
-	for (size_t i = 0; i < sizeof(reference_wrong) / sizeof(*reference_wrong); i++)
-		if (!strcmp(reference_wrong[i].kvm, kvm))
-			for (const char *const *c = reference_wrong[i].cases; *c; c++)
-				if (!strcmp(*c, name))
-					return true;
-	return false;
+	return reference_wrong_here(reference_wrong,
+				    sizeof(reference_wrong) / sizeof(*reference_wrong),
+				    name, strlen(name));
 }
 
 /* The cases the reference failed, all of them known wrong on this KVM,

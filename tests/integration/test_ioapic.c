@@ -21,6 +21,15 @@
  * on a PC, and in lull, OUT2 gates it. */
 static const char *const qemu_departs[] = { "out2_gates_irq" };
 
+/*
+ * kvm_pvm's in-kernel IOAPIC and APIC delivered a level-triggered
+ * interrupt once more after the handler had lowered the line (4 at 3),
+ * in both reference runs of one CI run: its late interrupt windows.
+ */
+static const struct reference_wrong reference_wrong[] = {
+	{ "kvm_pvm", { "level_redelivers_while_high", NULL } },
+};
+
 static bool qemu_departs_in(const char *name, size_t len)
 {
 	for (size_t i = 0; i < sizeof(qemu_departs) / sizeof(*qemu_departs); i++)
@@ -148,6 +157,19 @@ Test(ioapic, lull_answers_as_qemu_microvm)
 			size_t n = strcspn(l + 5, ":\n");
 
 			qemu_cases++;
+			if (!pass && !qemu_departs_in(l + 5, n) &&
+			    passes(rl.out, l + 5, n) &&
+			    reference_wrong_here(reference_wrong,
+						 sizeof(reference_wrong) /
+							 sizeof(*reference_wrong),
+						 l + 5, n)) {
+				cr_log_info("%.*s: not compared: QEMU/KVM is "
+					    "known to fail it on %s, lull "
+					    "passes it",
+					    (int)len, l, host_kvm()->module);
+				l += len + (eol != NULL);
+				continue;
+			}
 			cr_assert_eq(pass, !qemu_departs_in(l + 5, n),
 				     "QEMU: %.*s\n(a case QEMU should %s)\n%s",
 				     (int)len, l,
