@@ -9,30 +9,24 @@
 #include <stdint.h>
 #include <time.h>
 
-static inline uint64_t clock_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t clock_raw_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The scheduler's runtime of this thread or process (CLOCK_THREAD_CPUTIME_ID,
- * CLOCK_PROCESS_CPUTIME_ID): exact, where /proc's figures are sampled. */
-static inline uint64_t clock_cpu_ns(clockid_t which)
+/* Any clock in ns; CLOCK_THREAD_CPUTIME_ID and CLOCK_PROCESS_CPUTIME_ID
+ * give the scheduler's runtime, exact where /proc's figures are sampled. */
+static inline uint64_t clock_ns(clockid_t which)
 {
 	struct timespec ts;
 
 	clock_gettime(which, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t clock_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+static inline uint64_t clock_raw_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC_RAW);
 }
 
 static inline uint64_t sat_add(uint64_t a, uint64_t b)

@@ -713,7 +713,7 @@ static void *vcpu_thread(void *arg)
 	arm_kick_timer(v, UINT64_MAX);
 	v->stats.kernel_voluntary_switches =
 		thread_voluntary_switches() - switches_before;
-	v->stats.thread_cpu_ns = clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+	v->stats.thread_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	return NULL;
 }
 

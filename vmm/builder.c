@@ -73,10 +73,10 @@ static int map_ram(struct vm *vm, uint64_t size)
 	 * (an idle VM: 3.1 MiB of RSS instead of 1.35). A kernel without THP
 	 * refuses: nothing to keep.
 	 */
-	vm->mem_merge = !vm->cfg.no_mem_merge &&
-			madvise(vm->ram, size, MADV_MERGEABLE) == 0;
-	if (!vm->cfg.no_mem_merge)
+	if (!vm->cfg.no_mem_merge) {
+		vm->mem_merge = madvise(vm->ram, size, MADV_MERGEABLE) == 0;
 		madvise(vm->ram, size, MADV_NOHUGEPAGE);
+	}
 	return 0;
 }
 

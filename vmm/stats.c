@@ -266,8 +266,8 @@ int stats_write(struct vm *vm, struct stats_out *s, uint64_t process_start_ns)
 		"  \"first_byte_ns\": %lu,\n  \"rss_kib\": %lu,\n"
 		"  \"guest_resident_kib\": %lu,\n  \"vmm_rss_kib\": %lu,\n",
 		vm->end_ns - vm->start_ns,
-		clock_cpu_ns(CLOCK_PROCESS_CPUTIME_ID),
-		clock_cpu_ns(CLOCK_THREAD_CPUTIME_ID),
+		clock_ns(CLOCK_PROCESS_CPUTIME_ID),
+		clock_ns(CLOCK_THREAD_CPUTIME_ID),
 		first ? first - process_start_ns : 0, rss, guest,
 		rss > guest ? rss - guest : 0);
 	fprintf(f, "  \"console_bytes\": %lu,\n  \"console_dropped\": %lu,\n",

@@ -74,6 +74,9 @@ struct reference_wrong {
 /* Is case name[0..len) in the table's row for this host's KVM? */
 bool reference_wrong_here(const struct reference_wrong *table, size_t rows,
 			  const char *name, size_t len);
+#define REFERENCE_WRONG_HERE(table, name, len) \
+	reference_wrong_here((table), sizeof(table) / sizeof(*(table)), \
+			     (name), (len))
 /*
  * Skips the calling test, saying so, where /dev/kvm is not hardware
  * virtualization (kvm_pvm): `what` completes "whose instruction emulator

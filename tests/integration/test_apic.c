@@ -84,9 +84,7 @@ static const struct reference_wrong reference_wrong[] = {
 
 static bool reference_known_wrong(const char *name)
 {
-	return reference_wrong_here(reference_wrong,
-				    sizeof(reference_wrong) / sizeof(*reference_wrong),
-				    name, strlen(name));
+	return REFERENCE_WRONG_HERE(reference_wrong, name, strlen(name));
 }
 
 /* The cases the reference failed, all of them known wrong on this KVM,
