@@ -71,7 +71,6 @@ import re
 import shlex
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -84,10 +83,10 @@ import density  # noqa: E402  (OWNED, set_pdeathsig, kill_owned)
 import linux_idle  # noqa: E402  (vm_command, MODE_SPEC, QEMU_CPU_FEATURES)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import qemu_ref  # noqa: E402  (the reference's -cpu, for the record)
+import program_files  # noqa: E402  (cyclictest's interpreter and libraries)
+import in_runner  # noqa: E402  (this script again, inside the nested runner)
 
-RUNNER = os.path.join(ROOT, "tests", "nested", "lull-nested")
 MKINITRAMFS = os.path.join(ROOT, "scripts", "mkinitramfs")
-NESTED_LOCK = "/tmp/lull-nested.lock"
 # Init's lines go through the tty layer, which waits for the UART to
 # send them: from QEMU's guest in the nested runner, under a kilobyte a
 # second at the 9600 baud the kernel keeps when not told, and faster at
@@ -99,7 +98,6 @@ DEFAULT_MODES = MODES[:-2]
 # Debian's packages: cyclictest, and what it links against
 PACKAGES = ("rt-tests", "libnuma1", "libc6")
 PROGRAM = "usr/bin/cyclictest"
-LIB_DIRS = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu", "lib64", "usr/lib64")
 READY = "lull-init: ready"
 LINE = "lull-init: cyclictest: "
 DONE = "lull-init: cyclictest done"
@@ -181,81 +179,6 @@ def fetch_packages():
     return tree, names
 
 
-def in_tree(tree, path):
-    """The file at absolute path inside tree, its symbolic links followed
-    inside tree (an absolute link points into tree, not at the host)."""
-    for _ in range(16):
-        here = os.path.join(tree, path.lstrip("/"))
-        if not os.path.islink(here):
-            return here if os.path.isfile(here) else None
-        target = os.readlink(here)
-        path = target if target.startswith("/") else os.path.join(os.path.dirname(path), target)
-        path = os.path.normpath(path)
-    return None
-
-
-def elf_deps(path):
-    """(PT_INTERP or None, [DT_NEEDED sonames]) of an ELF64 little-endian file."""
-    with open(path, "rb") as f:
-        elf = f.read()
-    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
-        raise Error(f"{path}: not a 64-bit little-endian ELF")
-    phoff, = struct.unpack_from("<Q", elf, 0x20)
-    phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
-    interp, dynamic, loads = None, None, []
-    for i in range(phnum):
-        ptype, _, off, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", elf, phoff + i * phentsize)
-        if ptype == 3:  # PT_INTERP
-            interp = elf[off:off + filesz].rstrip(b"\0").decode()
-        elif ptype == 2:  # PT_DYNAMIC
-            dynamic = (off, filesz)
-        elif ptype == 1:  # PT_LOAD
-            loads.append((vaddr, off, filesz))
-    if not dynamic:
-        return interp, []
-    needed, strtab = [], None
-    for pos in range(dynamic[0], dynamic[0] + dynamic[1], 16):
-        tag, val = struct.unpack_from("<qQ", elf, pos)
-        if tag == 0:
-            break
-        if tag == 1:  # DT_NEEDED
-            needed.append(val)
-        elif tag == 5:  # DT_STRTAB, an address
-            strtab = next((off + val - vaddr for vaddr, off, size in loads
-                           if vaddr <= val < vaddr + size), None)
-    if strtab is None:
-        raise Error(f"{path}: no string table for its DT_NEEDED")
-    return interp, [elf[strtab + n:elf.index(b"\0", strtab + n)].decode() for n in needed]
-
-
-def initramfs_files(tree):
-    """mkinitramfs --file words: cyclictest, its interpreter at the path it
-    names, each library it needs (and they need) in /lib/x86_64-linux-gnu,
-    where Debian's ld.so looks without an ld.so.cache."""
-    prog = in_tree(tree, PROGRAM)
-    if not prog:
-        raise Error(f"no /{PROGRAM} in {tree}")
-    interp, needed = elf_deps(prog)
-    files = [f"/{PROGRAM}={prog}"]
-    src = in_tree(tree, interp) if interp else None
-    if interp and not src:
-        raise Error(f"cyclictest's interpreter {interp} is not in {tree}")
-    if interp:
-        files.append(f"{interp}={src}")
-    done = {os.path.basename(interp or "")}
-    while needed:
-        name = needed.pop(0)
-        if name in done:
-            continue
-        done.add(name)
-        src = next((p for p in (in_tree(tree, f"/{d}/{name}") for d in LIB_DIRS) if p), None)
-        if not src:
-            raise Error(f"cyclictest needs {name}, which none of {', '.join(PACKAGES)} has")
-        files.append(f"/lib/x86_64-linux-gnu/{name}={src}")
-        needed += elf_deps(src)[1]
-    return files
-
-
 def build_initramfs(cfg):
     tree, debs = fetch_packages()
     init = os.path.join(cfg.build, "tests", "linux", "lull-init")
@@ -263,7 +186,12 @@ def build_initramfs(cfg):
         raise Error(f"{init} is missing: run ninja -C {cfg.build}")
     os.makedirs(os.path.dirname(cfg.initramfs), exist_ok=True)
     cmd = [sys.executable, MKINITRAMFS, "-o", cfg.initramfs]
-    for f in initramfs_files(tree):
+    try:
+        files = program_files.program_files(tree, "/" + PROGRAM,
+                                            "the packages " + ", ".join(PACKAGES))
+    except program_files.Missing as e:
+        raise Error(str(e))
+    for f in files:
         cmd += ["--file", f]
     r = subprocess.run(cmd + [init], capture_output=True, text=True)
     if r.returncode:
@@ -782,19 +710,9 @@ def parse_args(argv):
 
 def run_nested(cfg, argv):
     """The same script, its measurement alone, inside the nested runner."""
-    inner = [sys.executable, os.path.abspath(__file__)] + argv + [
-        "--nested", "never", "--out", cfg.out, "--_inner"]
     per_vm = cfg.boot_timeout / 2 + cfg.duration + 90
-    timeout = int(300 + len(cfg.vcpus) * len(cfg.modes) * cfg.repeat * per_vm)
-    cmd = ["flock", NESTED_LOCK, RUNNER, "--timeout", str(timeout), "--mem", cfg.runner_mem,
-           "--writable", cfg.out, "--"] + inner
-    log("no hardware KVM here: running inside the nested runner (a standard KVM "
-        "under QEMU's emulation):")
-    log("  " + " ".join(shlex.quote(a) for a in cmd))
-    t0 = time.monotonic()
-    rc = subprocess.call(cmd)
-    log(f"the nested run took {time.monotonic() - t0:.0f} s (exit status {rc})")
-    return rc, " ".join(shlex.quote(a) for a in cmd)
+    timeout = 300 + len(cfg.vcpus) * len(cfg.modes) * cfg.repeat * per_vm
+    return in_runner.rerun_inside(__file__, argv, cfg.out, cfg.runner_mem, timeout, log)
 
 
 def main(argv):
