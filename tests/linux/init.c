@@ -57,6 +57,16 @@
  *                        never-early cpu=N ... early=E ..." and "lull-init:
  *                        never-early done checked=C early=E". Then it
  *                        powers off.
+ *   lull_init=stress     Debian's stress-ng, which only the initramfs
+ *                        bench/hostile/hostile.py packs carries: prints
+ *                        "lull-init: ready ...", then "lull-init: stress
+ *                        start ... local_timer_irqs=N", runs it once with
+ *                        the words of lull_stress as its arguments,
+ *                        prints each line it writes as "lull-init:
+ *                        stress: LINE", then "lull-init: stress done
+ *                        seconds=S status=N local_timer_irqs=M" (M: the
+ *                        local timer interrupts of all CPUs meanwhile,
+ *                        from /proc/interrupts) and powers off.
  *
  * PID 1 must never exit (the kernel panics): every path ends in
  * reboot(RB_POWER_OFF) or pause(), and a poweroff that returns is
@@ -816,7 +826,9 @@ static void never_early_report(void)
  */
 #define CYCLICTEST "/usr/bin/cyclictest"
 #define DEFAULT_CYCLICTEST_ARGS "-m -q -p 95 -D 20 -i 1000 -a -h 5000"
-#define CYCLICTEST_MAX_ARGS 64
+/* words on the command line of a program init runs (cyclictest, stress-ng) */
+#define RELAYED_MAX_ARGS 64
+#define STRESS_NG "/usr/bin/stress-ng"
 /* a packed histogram line, the mark not counted */
 #define HIST_LINE 240
 
@@ -881,86 +893,80 @@ static bool pack_histogram_row(const char *line, char *hist, size_t *len,
 	return true;
 }
 
-static void cyclictest(const char *args)
+/*
+ * devtmpfs on /dev and a tmpfs on /dev/shm: cyclictest holds
+ * /dev/cpu_dma_latency at 0 while it runs, as on a real-time system, and
+ * keeps its running status in /dev/shm; stress-ng uses both and /dev/null.
+ * Missing, they only cost warnings. devtmpfs has a console too: init's
+ * open descriptors are unaffected.
+ */
+static void mount_dev(const char *who)
 {
-	char *argv[CYCLICTEST_MAX_ARGS + 1], *words, *line = NULL;
-	char cpus[24], hist[HIST_LINE + 256];
-	long empty = 0;
-	size_t cap = 0, hist_len = 0;
+	if (mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, NULL)) {
+		say("%s: cannot mount devtmpfs on /dev: %s", who,
+		    strerror(errno));
+		return;
+	}
+	mkdir("/dev/shm", 01777);
+	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL))
+		say("%s: cannot mount tmpfs on /dev/shm: %s", who,
+		    strerror(errno));
+}
+
+/*
+ * argv[0] = name, then the words of `words` (split in place); false, with
+ * the failure recorded, when there are more than RELAYED_MAX_ARGS - 3
+ * (room is left for two more words and the NULL).
+ */
+static bool split_args(const char *name, char *words, char **argv, int *argc)
+{
+	*argc = 0;
+	argv[(*argc)++] = (char *)name;
+	for (char *w = strtok(words, " \t"); w; w = strtok(NULL, " \t")) {
+		if (*argc == RELAYED_MAX_ARGS - 2) {
+			fail("%s: more than %d arguments", name,
+			     RELAYED_MAX_ARGS - 3);
+			return false;
+		}
+		argv[(*argc)++] = w;
+	}
+	argv[*argc] = NULL;
+	return true;
+}
+
+/*
+ * Runs path with argv, its stdout and stderr to a pipe, and prints each
+ * line it writes as "PREFIX LINE", but for lines take() consumes (NULL:
+ * none). Returns its exit status (128 + the signal that ended it), or -1
+ * with the failure recorded.
+ */
+static int run_relayed(const char *path, char *const argv[], const char *prefix,
+		       bool (*take)(const char *line, void *ctx), void *ctx)
+{
+	char *line = NULL;
+	size_t cap = 0;
 	ssize_t len;
-	int fds[2], argc = 0, status;
-	bool checking;
+	int fds[2], status;
 	pid_t pid;
 	FILE *out;
 
-	if (access(CYCLICTEST, X_OK)) {
-		fail("cyclictest: no %s in the initramfs (bench/latency/cyclictest.py builds one that has it)",
-		     CYCLICTEST);
-		return;
-	}
-	/*
-	 * cyclictest holds /dev/cpu_dma_latency at 0 while it runs, as on a
-	 * real-time system, and keeps its running status in /dev/shm; both
-	 * missing, it only warns and measures all the same. devtmpfs has a
-	 * console too: init's open descriptors are unaffected.
-	 */
-	if (mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID | MS_NOEXEC, NULL))
-		say("cyclictest: cannot mount devtmpfs on /dev: %s",
-		    strerror(errno));
-	else {
-		mkdir("/dev/shm", 01777);
-		if (mount("tmpfs", "/dev/shm", "tmpfs",
-			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
-			say("cyclictest: cannot mount tmpfs on /dev/shm: %s",
-			    strerror(errno));
-	}
-	snprintf(cpus, sizeof(cpus), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
-	words = strdup(args && *args ? args : DEFAULT_CYCLICTEST_ARGS);
-	if (!words) {
-		fail("cyclictest: out of memory");
-		return;
-	}
-	argv[argc++] = "cyclictest";
-	for (char *w = strtok(words, " \t"); w; w = strtok(NULL, " \t")) {
-		if (argc == CYCLICTEST_MAX_ARGS - 2) {
-			fail("cyclictest: more than %d arguments",
-			     CYCLICTEST_MAX_ARGS - 3);
-			free(words);
-			return;
-		}
-		argv[argc++] = w;
-	}
-	if (!args || !*args) {
-		argv[argc++] = "-t";
-		argv[argc++] = cpus;
-	}
-	argv[argc] = NULL;
-
-	say("cyclictest start monotonic_ns=%lld cpus=%s args=%s%s%s",
-	    (long long)monotonic_ns(), cpus,
-	    args && *args ? args : DEFAULT_CYCLICTEST_ARGS,
-	    args && *args ? "" : " -t ", args && *args ? "" : cpus);
-	checking = env_long("lull_never_early", 0) && never_early_start();
-	/* the marker's UART interrupts end before the measurement starts */
-	tcdrain(STDOUT_FILENO);
 	if (pipe2(fds, O_CLOEXEC)) {
-		fail("cyclictest: pipe: %s", strerror(errno));
-		free(words);
-		return;
+		fail("%s: pipe: %s", argv[0], strerror(errno));
+		return -1;
 	}
 	pid = fork();
 	if (pid < 0) {
-		fail("cyclictest: fork: %s", strerror(errno));
+		fail("%s: fork: %s", argv[0], strerror(errno));
 		close(fds[0]);
 		close(fds[1]);
-		free(words);
-		return;
+		return -1;
 	}
 	if (pid == 0) {
 		dup2(fds[1], STDOUT_FILENO);
 		dup2(fds[1], STDERR_FILENO);
-		execv(CYCLICTEST, argv);
-		dprintf(STDERR_FILENO, "cannot run %s: %s\n", CYCLICTEST,
+		execv(path, argv);
+		dprintf(STDERR_FILENO, "cannot run %s: %s\n", path,
 			strerror(errno));
 		_exit(127);
 	}
@@ -969,16 +975,10 @@ static void cyclictest(const char *args)
 	while (out && (len = getline(&line, &cap, out)) > 0) {
 		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = '\0';
-		if (pack_histogram_row(line, hist, &hist_len, &empty))
+		if (take && take(line, ctx))
 			continue;
-		if (hist_len) {
-			say_line("lull-init: cyclictest: hist", hist, hist_len);
-			hist_len = 0;
-		}
-		say_line("lull-init: cyclictest: ", line, (size_t)len);
+		say_line(prefix, line, (size_t)len);
 	}
-	if (hist_len)
-		say_line("lull-init: cyclictest: hist", hist, hist_len);
 	free(line);
 	if (out)
 		fclose(out);
@@ -986,21 +986,155 @@ static void cyclictest(const char *args)
 		close(fds[0]);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR) {
-			fail("cyclictest: waitpid: %s", strerror(errno));
-			free(words);
-			return;
+			fail("%s: waitpid: %s", argv[0], strerror(errno));
+			return -1;
 		}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* cyclictest's histogram rows, packed until a line that is not one */
+struct hist_pack {
+	char line[HIST_LINE + 256];
+	size_t len;
+	long empty;
+};
+
+static void flush_histogram(struct hist_pack *h)
+{
+	if (h->len)
+		say_line("lull-init: cyclictest: hist", h->line, h->len);
+	h->len = 0;
+}
+
+static bool take_histogram_row(const char *line, void *ctx)
+{
+	struct hist_pack *h = ctx;
+
+	if (pack_histogram_row(line, h->line, &h->len, &h->empty))
+		return true;
+	flush_histogram(h); /* before the line that ended the rows */
+	return false;
+}
+
+static void cyclictest(const char *args)
+{
+	char *argv[RELAYED_MAX_ARGS + 1], *words;
+	char cpus[24];
+	static struct hist_pack hist;
+	int argc, status;
+	bool checking;
+
+	if (access(CYCLICTEST, X_OK)) {
+		fail("cyclictest: no %s in the initramfs (bench/latency/cyclictest.py builds one that has it)",
+		     CYCLICTEST);
+		return;
+	}
+	mount_dev("cyclictest");
+	snprintf(cpus, sizeof(cpus), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+	words = strdup(args && *args ? args : DEFAULT_CYCLICTEST_ARGS);
+	if (!words) {
+		fail("cyclictest: out of memory");
+		return;
+	}
+	if (!split_args("cyclictest", words, argv, &argc)) {
+		free(words);
+		return;
+	}
+	if (!args || !*args) {
+		argv[argc++] = "-t";
+		argv[argc++] = cpus;
+		argv[argc] = NULL;
+	}
+
+	say("cyclictest start monotonic_ns=%lld cpus=%s args=%s%s%s",
+	    (long long)monotonic_ns(), cpus,
+	    args && *args ? args : DEFAULT_CYCLICTEST_ARGS,
+	    args && *args ? "" : " -t ", args && *args ? "" : cpus);
+	checking = env_long("lull_never_early", 0) && never_early_start();
+	/* the marker's UART interrupts end before the measurement starts */
+	tcdrain(STDOUT_FILENO);
+	status = run_relayed(CYCLICTEST, argv, "lull-init: cyclictest: ",
+			     take_histogram_row, &hist);
+	flush_histogram(&hist);
+	free(words);
+	if (status < 0)
+		return;
 	say("cyclictest done monotonic_ns=%lld status=%d empty_rows=%ld",
-	    (long long)monotonic_ns(),
-	    WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-	    empty);
+	    (long long)monotonic_ns(), status, hist.empty);
 	if (checking)
 		never_early_report();
-	if (!WIFEXITED(status) || WEXITSTATUS(status))
-		fail("cyclictest: exit status %d",
-		     WIFEXITED(status) ? WEXITSTATUS(status) :
-					 128 + WTERMSIG(status));
+	if (status)
+		fail("cyclictest: exit status %d", status);
+}
+
+/* The local timer interrupts of every CPU so far (/proc/interrupts, LOC). */
+static unsigned long long local_timer_interrupts(void)
+{
+	unsigned long long sum = 0;
+	char line[4096];
+	FILE *f = fopen("/proc/interrupts", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strspn(line, " ");
+
+		if (strncmp(p, "LOC:", 4))
+			continue;
+		for (p += 4;;) {
+			char *end;
+			unsigned long long n = strtoull(p, &end, 10);
+
+			if (end == p)
+				break;
+			sum += n;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return sum;
+}
+
+static void stress(const char *args)
+{
+	char *argv[RELAYED_MAX_ARGS + 1], *words;
+	unsigned long long loc;
+	long long t0;
+	int argc, status;
+
+	if (access(STRESS_NG, X_OK)) {
+		fail("stress: no %s in the initramfs (bench/hostile/hostile.py builds one that has it)",
+		     STRESS_NG);
+		return;
+	}
+	if (!args || !*args) {
+		fail("stress: no lull_stress=\"...\" (stress-ng's arguments) on the command line");
+		return;
+	}
+	mount_dev("stress");
+	words = strdup(args);
+	if (!words) {
+		fail("stress: out of memory");
+		return;
+	}
+	if (!split_args("stress-ng", words, argv, &argc)) {
+		free(words);
+		return;
+	}
+	loc = local_timer_interrupts();
+	t0 = monotonic_ns();
+	say("stress start monotonic_ns=%lld cpus=%ld local_timer_irqs=%llu args=%s",
+	    t0, sysconf(_SC_NPROCESSORS_ONLN), loc, args);
+	status = run_relayed(STRESS_NG, argv, "lull-init: stress: ", NULL, NULL);
 	free(words);
+	if (status < 0)
+		return;
+	say("stress done monotonic_ns=%lld seconds=%.3f status=%d local_timer_irqs=%llu",
+	    (long long)monotonic_ns(), (double)(monotonic_ns() - t0) / 1e9, status,
+	    local_timer_interrupts() - loc);
+	if (status)
+		fail("stress: stress-ng's exit status %d", status);
 }
 
 static void power_off(void)
@@ -1015,6 +1149,34 @@ static void sleep_forever(void)
 	for (;;)
 		pause();
 }
+
+static void census_mode(void)
+{
+	census(env_long("lull_census_s", DEFAULT_CENSUS_S));
+}
+
+static void cyclictest_mode(void)
+{
+	cyclictest(getenv("lull_cyclictest"));
+}
+
+static void stress_mode(void)
+{
+	stress(getenv("lull_stress"));
+}
+
+/* The modes that say "ready" first: each does its work (idle none), then
+ * powers off or sleeps for good. */
+static const struct {
+	const char *name;
+	void (*work)(void);
+	bool then_power_off;
+} modes[] = {
+	{ "idle", NULL, false },
+	{ "census", census_mode, false },
+	{ "cyclictest", cyclictest_mode, true },
+	{ "stress", stress_mode, true },
+};
 
 int main(void)
 {
@@ -1033,35 +1195,23 @@ int main(void)
 	uname(&uts);
 	read_uptime(uptime, sizeof(uptime));
 
-	if (!strcmp(mode, "idle")) {
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (strcmp(mode, modes[i].name))
+			continue;
 		say("ready monotonic_ns=%lld uptime=%s kernel=%s",
 		    (long long)monotonic_ns(), uptime, uts.release);
+		if (modes[i].work)
+			modes[i].work();
 		if (failure[0])
 			say("FAIL %s", failure);
-		sleep_forever();
-	}
-	if (!strcmp(mode, "census")) {
-		say("ready monotonic_ns=%lld uptime=%s kernel=%s",
-		    (long long)monotonic_ns(), uptime, uts.release);
-		census(env_long("lull_census_s", DEFAULT_CENSUS_S));
-		if (failure[0])
-			say("FAIL %s", failure);
-		sleep_forever();
-	}
-
-	if (!strcmp(mode, "cyclictest")) {
-		say("ready monotonic_ns=%lld uptime=%s kernel=%s",
-		    (long long)monotonic_ns(), uptime, uts.release);
-		cyclictest(getenv("lull_cyclictest"));
-		if (failure[0])
-			say("FAIL %s", failure);
-		power_off();
+		if (modes[i].then_power_off)
+			power_off();
 		sleep_forever();
 	}
 
 	say("start mode=%s kernel=%s uptime=%s", mode, uts.release, uptime);
 	if (strcmp(mode, "check"))
-		fail("unknown lull_init=%s (check, idle, census or cyclictest)",
+		fail("unknown lull_init=%s (check, idle, census, cyclictest or stress)",
 		     mode);
 	else {
 		check_clock(slack_ms);
