@@ -247,8 +247,8 @@ def neighbour_cfg(cfg):
                               guests=os.path.join(cfg.build, "guests"))
 
 
-def run_phase(cfg, phase, vcpus, run):
-    name = f"{vcpus}vcpu-{phase}-{run}"
+def run_phase(cfg, phase, vcpus, run, attempt):
+    name = f"{vcpus}vcpu-{phase}-{run}" + (f"-attempt{attempt + 1}" if attempt else "")
     tmp = os.path.join(cfg.out, "runs", name)
     os.makedirs(tmp, exist_ok=True)
     hostile, done = None, None
@@ -468,7 +468,7 @@ def measure(cfg):
                 log(f"{vcpus} vCPU(s), {phase}, run {run} of {cfg.runs} "
                     f"({time.monotonic() - t0:.0f} s in)")
                 for attempt in range(1 + cfg.retries):
-                    r = run_phase(cfg, phase, vcpus, run)
+                    r = run_phase(cfg, phase, vcpus, run, attempt)
                     r["attempt"] = attempt
                     why = (r.get("hostile") or {}).get("failure") or ""
                     if not why.startswith("guest kernel panic") or attempt == cfg.retries:
