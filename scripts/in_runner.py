@@ -7,6 +7,7 @@ plus `--nested never --out OUT --_inner`, under flock on
 there. bench/latency/cyclictest.py and bench/hostile/hostile.py do so.
 """
 
+import argparse
 import os
 import shlex
 import subprocess
@@ -33,3 +34,13 @@ def rerun_inside(script, argv, out, mem, timeout, log):
     rc = subprocess.call(cmd)
     log(f"the nested run took {time.monotonic() - t0:.0f} s (exit status {rc})")
     return rc, line
+
+
+def add_options(ap, runner_mem):
+    """--nested, --runner-mem and the inner run's hidden --_inner."""
+    ap.add_argument("--nested", choices=("auto", "always", "never"), default="auto",
+                    help="inside tests/nested/lull-nested: auto = where /dev/kvm is missing "
+                         "or has no hardware virtualization (kvm_pvm)")
+    ap.add_argument("--runner-mem", default=runner_mem, metavar="SIZE",
+                    help=f"the nested runner's RAM (default {runner_mem})")
+    ap.add_argument("--_inner", action="store_true", help=argparse.SUPPRESS)

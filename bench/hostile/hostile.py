@@ -422,14 +422,9 @@ def parse_args(argv):
                          "attempt is kept in the results (default 1)")
     ap.add_argument("--out", default=None, metavar="DIR",
                     help="results folder (default BUILD/hostile/DATE-TIME)")
-    ap.add_argument("--nested", choices=("auto", "always", "never"), default="auto",
-                    help="inside tests/nested/lull-nested: auto = where /dev/kvm is missing "
-                         "or has no hardware virtualization (kvm_pvm)")
-    ap.add_argument("--runner-mem", default="3G", metavar="SIZE",
-                    help="the nested runner's RAM (default 3G)")
+    in_runner.add_options(ap, "3G")
     ap.add_argument("--report", default=None, metavar="DIR",
                     help="print the tables of a saved run (DIR/results.json), then exit")
-    ap.add_argument("--_inner", action="store_true", help=argparse.SUPPRESS)
     cfg = ap.parse_args(argv)
     cfg.inner = cfg._inner
     if cfg.report:

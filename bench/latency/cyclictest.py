@@ -667,14 +667,9 @@ def parse_args(argv):
                     help="seconds for a guest to reach init (default 300: emulated hosts are slow)")
     ap.add_argument("--out", default=None, metavar="DIR",
                     help="results folder (default BUILD/latency/DATE-TIME)")
-    ap.add_argument("--nested", choices=("auto", "always", "never"), default="auto",
-                    help="inside tests/nested/lull-nested: auto = where /dev/kvm is missing "
-                    "or has no hardware virtualization (kvm_pvm)")
-    ap.add_argument("--runner-mem", default="2G", metavar="SIZE",
-                    help="the nested runner's RAM (default 2G)")
+    in_runner.add_options(ap, "2G")
     ap.add_argument("--report", default=None, metavar="DIR",
                     help="print the table and draw the plot of a saved run, then exit")
-    ap.add_argument("--_inner", action="store_true", help=argparse.SUPPRESS)
     cfg = ap.parse_args(argv)
     cfg.inner = cfg._inner
     if cfg.report:
