@@ -183,6 +183,19 @@ def snapshot(pid):
     return t, out
 
 
+def window_usage(snap0, snap1, keep=lambda name: True):
+    """(seconds, CPU ns, voluntary switches) between two snapshot()s of one
+    process, over the threads whose name keep() takes."""
+    (ta, a), (tb, b) = snap0, snap1
+    cpu = vol = 0
+    for tid, (name, c, v, _) in b.items():
+        if keep(name):
+            _, c0, v0, _ = a.get(tid, (name, 0, 0, 0))
+            cpu += c - c0
+            vol += v - v0
+    return (tb - ta) / 1e9, cpu, vol
+
+
 def smaps_rollup(pid):
     """(Rss kB, Pss kB) of a process, or (None, None)."""
     rss = pss = None

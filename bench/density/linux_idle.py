@@ -307,10 +307,7 @@ def account(mode, vms):
         row = {"vm": vm.idx, "failure": vm.failure,
                "boot_to_init_s": round(vm.t_ready - vm.t_spawn, 3) if vm.t_ready else None}
         if vm.snap0 and vm.snap1 and not vm.failure:
-            (ta, a), (tb, b) = vm.snap0, vm.snap1
-            dt = (tb - ta) / 1e9
-            cpu = sum(c - a.get(t, (n, 0, 0, 0))[1] for t, (n, c, v, nv) in b.items())
-            vol = sum(v - a.get(t, (n, 0, 0, 0))[2] for t, (n, c, v, nv) in b.items())
+            dt, cpu, vol = density.window_usage(vm.snap0, vm.snap1)
             row.update(wakeups_per_s=round(vol / dt, 2), cpu_pct=round(cpu / dt / 1e7, 3),
                        rss_mib=round(vm.rss / 1024, 1) if vm.rss else None,
                        pss_mib=round(vm.pss / 1024, 1) if vm.pss else None)

@@ -201,8 +201,7 @@ class Hostile:
 
     def row(self, done):
         r = {"vmm": self.vmm, "failure": self.failure, "exit_status": self.popen.returncode,
-             "console": os.path.relpath(self.console, os.path.dirname(os.path.dirname(
-                 self.console)))}
+             "console": os.path.join("runs", os.path.basename(self.console))}
         if done:
             seconds, status, irqs = float(done.group(1)), int(done.group(2)), int(done.group(3))
             r.update(stress_seconds=seconds, stress_status=status,
@@ -210,18 +209,13 @@ class Hostile:
                      bogo_ops_per_s={m.group(1): float(m.group(6)) for m in
                                      METRIC.finditer(self.text()) if m.group(1) != "stressor"})
         if self.snap0 and self.snap1:
-            (ta, a), (tb, b) = self.snap0, self.snap1
-            dt = (tb - ta) / 1e9
-
-            def cpu(keep):
-                return sum(c - a.get(t, (n, 0, 0, 0))[1]
-                           for t, (n, c, v, nv) in b.items() if keep(n))
-            vol = sum(v - a.get(t, (n, 0, 0, 0))[2] for t, (n, c, v, nv) in b.items())
-            r.update(window_s=round(dt, 2), cpu_pct=round(cpu(lambda n: True) / dt / 1e7, 2),
+            dt, cpu, vol = density.window_usage(self.snap0, self.snap1)
+            r.update(window_s=round(dt, 2), cpu_pct=round(cpu / dt / 1e7, 2),
                      wakeups_per_s=round(vol / dt, 1))
             if self.vmm == "lull":
-                r["non_vcpu_threads_cpu_pct"] = round(
-                    cpu(lambda n: not n.startswith("vcpu")) / dt / 1e7, 3)
+                _, others, _ = density.window_usage(self.snap0, self.snap1,
+                                                    lambda n: not n.startswith("vcpu"))
+                r["non_vcpu_threads_cpu_pct"] = round(others / dt / 1e7, 3)
             if self.kvm0 and self.kvm1:
                 r["exits_per_s"] = round((self.kvm1.get("exits", 0) -
                                           self.kvm0.get("exits", 0)) / dt, 1)
@@ -293,8 +287,8 @@ def run_phase(cfg, phase, vcpus, run, attempt):
     finally:
         if hostile:
             linux_idle.stop_vms([hostile])  # SIGTERM: lull writes its --stats then too
-            if done and hostile.popen.returncode not in (0, None) and not hostile.failure:
-                hostile.failure = hostile.ended_how() if hostile.popen.returncode < 0 else None
+            if done and (hostile.popen.returncode or 0) < 0 and not hostile.failure:
+                hostile.failure = hostile.ended_how()  # killed after stress-ng ended
             res["hostile"] = hostile.row(done)
     return res
 
