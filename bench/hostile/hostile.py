@@ -277,7 +277,7 @@ def run_phase(cfg, phase, vcpus, run, attempt):
                 row["hard_lateness_ns"] = st["vcpus"][0]["hard_lateness_ns"]
                 # where the time of each hard timer later than 1 ms went
                 row["late_causes"] = {k: v for k, v in st["vcpus"][0]["lateness"].items()
-                                      if isinstance(v, dict) and v.get("events")}
+                                      if isinstance(v, dict) and v.get("ns")}
             except (OSError, ValueError, KeyError, IndexError):
                 row["hard_lateness_ns"] = row["late_causes"] = None
             if vm.status is not None and vm.status < 0:
