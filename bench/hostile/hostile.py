@@ -25,8 +25,8 @@ hard work timer; bench/soak/soak.py's VMs), each reconciled after it ends
 as the soak does: every timer delivered, merged or missed by the policy,
 or counted unaccounted.
 
-Per run and vCPU count, three phases in turn, each the neighbours for S
-seconds:
+Per run and vCPU count, the phases of --phases in turn (all three by
+default), each the neighbours for S seconds:
 
   alone   the neighbours only
   lull    beside the hostile guest on lull (deferrable, default options)
@@ -40,7 +40,11 @@ where debugfs is not there); for the hostile guest its own work (local
 timer interrupts/s from its /proc/interrupts, stress-ng's bogo ops/s per
 stressor) and, for lull, the CPU of its threads other than the vCPUs';
 for the neighbours, lull's hard-timer lateness (p50/p99/max, --stats) and
-the soak's reconciliation. A lull that ends by a signal (SIGSYS: a system
+the soak's reconciliation. --neighbour-arg=--trace-late makes each neighbour
+name, per hard timer later than 1 ms, where its time went (a line on its
+stderr, runs/*/vm*.err; bench/latency/late_summary.py sums them), and
+charges a thread preempted in lull's own work to `preempted`, not `vmm`.
+A lull that ends by a signal (SIGSYS: a system
 call its sandbox forbids) is a crash; one that does not end, a hang.
 
 Where /dev/kvm is missing or is not hardware (kvm_pvm, which cannot run
@@ -238,6 +242,7 @@ class Hostile:
 def neighbour_cfg(cfg):
     return argparse.Namespace(seconds=cfg.seconds, tick_us=1000, work_ms=100,
                               missed_ticks="one", idle_vcpus=1, lull=cfg.lull,
+                              lull_args=cfg.neighbour_args,
                               guests=os.path.join(cfg.build, "guests"))
 
 
@@ -393,13 +398,20 @@ def parse_args(argv):
     ap.add_argument("--vcpus", default="1,2", metavar="LIST",
                     help="the hostile guest's vCPU counts (default 1,2)")
     ap.add_argument("--runs", type=int, default=3, metavar="R",
-                    help="runs of the three phases, interleaved (default 3)")
+                    help="runs of the phases, interleaved (default 3)")
+    ap.add_argument("--phases", default=",".join(PHASES), metavar="LIST",
+                    help="which of alone (the neighbours by themselves), lull and qemu (beside "
+                         f"that VMM's hostile guest) to run (default {','.join(PHASES)})")
     ap.add_argument("--seconds", type=int, default=30, metavar="S",
                     help="the neighbours' run, inside stress-ng's (default 30)")
     ap.add_argument("--neighbours", type=int, default=4, metavar="N",
                     help="lull `tick` VMs beside the hostile guest (default 4)")
     ap.add_argument("--stressors", default=DEFAULT_STRESSORS, metavar="LIST",
                     help=f"stress-ng's stressors, all at once (default {DEFAULT_STRESSORS})")
+    ap.add_argument("--neighbour-arg", action="append", default=[], metavar="ARG",
+                    dest="neighbour_args",
+                    help="one more `lull run` option for every neighbour, e.g. "
+                         "--neighbour-arg=--trace-late (repeatable)")
     ap.add_argument("--mem", default="256M", metavar="SIZE",
                     help="the hostile guest's RAM (default 256M)")
     ap.add_argument("--build", default="build", metavar="DIR",
@@ -428,6 +440,11 @@ def parse_args(argv):
     except ValueError:
         ap.error(f"--vcpus {cfg.vcpus}: not a list of numbers")
     cfg.stressors = [s for s in cfg.stressors.split(",") if s]
+    cfg.phases = [p for p in cfg.phases.split(",") if p]
+    unknown = [p for p in cfg.phases if p not in PHASES]
+    if unknown or not cfg.phases:
+        ap.error(f"--phases {','.join(unknown) or '(none)'}: each must be one of "
+                 f"{', '.join(PHASES)}")
     if not cfg.vcpus or min(cfg.vcpus) < 1 or cfg.runs < 1 or cfg.seconds < 1 \
             or cfg.neighbours < 0 or not cfg.stressors:
         ap.error("--vcpus, --runs, --seconds and --stressors must be positive, "
@@ -453,7 +470,7 @@ def measure(cfg):
     results, t0 = [], time.monotonic()
     for run in range(1, cfg.runs + 1):
         for vcpus in cfg.vcpus:
-            for phase in PHASES:
+            for phase in cfg.phases:
                 log(f"{vcpus} vCPU(s), {phase}, run {run} of {cfg.runs} "
                     f"({time.monotonic() - t0:.0f} s in)")
                 for attempt in range(1 + cfg.retries):

@@ -157,6 +157,7 @@ class VM:
                      "--stats", self.stats, "--console", self.console,
                      # only a safety net: the guest ends itself
                      "--timeout", str(2 * cfg.seconds + 120),
+                     *getattr(cfg, "lull_args", ()),
                      "--cmdline", args, os.path.join(cfg.guests, guest + ".elf")]
         self.pid = self.status = None
         self.cpu_s = 0.0
