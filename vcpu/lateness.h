@@ -26,8 +26,9 @@
  * marks; from then on off running sums per phase, snapshotted when it is
  * taken, so that a timer held off for a long run of exits is charged in
  * full. A mark costs a clock read. The scheduler's view of the thread
- * (/proc/thread-self/schedstat: time on a CPU, time waiting for one) costs
- * a system call per mark, so it is sampled only on request; without it the
+ * (time on a CPU from its CPU-time clock, time waiting for one from
+ * /proc/thread-self/schedstat) costs two system calls per mark, so it is
+ * sampled only on request; without it the
  * time the host did not run the thread stays in the cause of its phase.
  *
  * Everything here runs on the vCPU's own thread.

@@ -5,7 +5,8 @@
 Runs a guest under up to three lull variants, interleaved, REPS times each:
   base     a lull binary built without the attribution (--base BIN), if given
   default  this build: phase marks, a clock read each
-  trace    this build with --trace-late: a schedstat read per mark as well
+  trace    this build with --trace-late: the thread's CPU-time clock and its
+           schedstat read per mark as well
 and prints, per variant, the host CPU lull used (user + system, from the
 kernel's accounting of the reaped child), the vCPU's exits and halts from
 --stats, and CPU per exit; the ratios to the first variant beside them.
