@@ -2,9 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "timers/clock.h"
 #include "vcpu/lateness.h"
 
 const char *const late_cause_names[LATE_CAUSES] = {
@@ -45,13 +45,12 @@ static uint64_t parse_u64(const char **p)
  * the same sum, is read without bringing a running thread's share up to
  * date: behind by up to the time since the kernel last did (a tick, a
  * switch), which would show as time asleep. The wait changes only when the
- * thread is switched in, so a running thread's is current. Zeros if a read
- * fails: nothing is then charged to them.
+ * thread is switched in, so a running thread's is current. Zeros if the read
+ * of schedstat fails: nothing is then charged to them.
  */
 static struct late_sched read_sched(const struct lateness *l)
 {
 	struct late_sched s = { 0, 0 };
-	struct timespec cpu;
 	char buf[96];
 	const char *p = buf;
 	ssize_t n;
@@ -59,12 +58,12 @@ static struct late_sched read_sched(const struct lateness *l)
 	if (l->sched_fd < 0)
 		return s;
 	n = pread(l->sched_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0 || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) < 0)
+	if (n <= 0)
 		return s;
 	buf[n] = '\0';
 	parse_u64(&p);
 	s.waiting = parse_u64(&p);
-	s.on_cpu = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
+	s.on_cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	return s;
 }
 

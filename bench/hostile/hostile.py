@@ -44,8 +44,8 @@ the soak's reconciliation. --neighbour-arg=--trace-late makes each neighbour
 name, per hard timer later than 1 ms, where its time went (a line on its
 stderr, runs/*/vm*.err; bench/latency/late_summary.py sums them), and
 charges a thread preempted in lull's own work to `preempted`, not `vmm`.
-A lull that ends by a signal (SIGSYS: a system
-call its sandbox forbids) is a crash; one that does not end, a hang.
+A lull that ends by a signal (SIGSYS: a system call its sandbox forbids)
+is a crash; one that does not end, a hang.
 
 Where /dev/kvm is missing or is not hardware (kvm_pvm, which cannot run
 Debian's kernel) the script runs itself inside tests/nested/lull-nested
