@@ -271,6 +271,11 @@ static bool claimed(uint16_t port, bool out, unsigned size, unsigned count,
 		return size == 1;
 	if (port == PLATFORM_I8042_COMMAND_PORT) /* only the reset pulse */
 		return size == 1 && out && data[0] == PLATFORM_I8042_PULSE_RESET;
+	if (port == PLATFORM_FW_CFG_PORT) /* the selector, written */
+		return out && size == 2;
+	if (port == PLATFORM_FW_CFG_PORT + 1) /* the data, read */
+		return !out && size == 1;
+	/* the test device's lines: --test-device only, never set here */
 	return false;
 }
 
@@ -287,6 +292,8 @@ static bool op_port(struct fuzz_input *in)
 		LULL_DEBUG_EXIT_PORT, LULL_HCALL_PORT,
 		PLATFORM_SLEEP_CONTROL_PORT, PLATFORM_SLEEP_STATUS_PORT,
 		PLATFORM_RESET_PORT, PLATFORM_I8042_COMMAND_PORT,
+		PLATFORM_FW_CFG_PORT, PLATFORM_FW_CFG_PORT + 1,
+		PLATFORM_TEST_IRQ_PORT,
 	};
 	static const unsigned sizes[] = { 1, 2, 4, 1 };
 	struct vm_cpu *cpu = take_cpu(in);
