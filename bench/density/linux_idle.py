@@ -116,6 +116,16 @@ MODE_SPEC = {
 }
 # mode -> lull's own options beyond MODE_SPEC's
 LULL_ARGS = {"lull-no-pv-eoi": ["--no-pv-eoi"], "lull-no-advance": ["--no-timer-advance"]}
+# what the guest kernel prints when it dies, and lull-init when a step fails
+PANIC = "Kernel panic - not syncing"
+FAIL = "lull-init: FAIL"
+
+
+def said_after(text, marker):
+    """The rest of the console line that starts at marker's first match
+    ("" where the console ends at the marker)."""
+    rest = text.split(marker, 1)[1]
+    return rest.split("\n", 1)[0].strip(" :\r")
 
 
 def cached_bzimage():

@@ -95,8 +95,7 @@ DONE = re.compile(r"lull-init: stress done monotonic_ns=\d+ seconds=([\d.]+) sta
 # --metrics-brief: "stress-ng: metrc: [2] hrtimers  668398  3.00  0.51  3.94  222487.64  150034.77"
 # (bogo ops, real, user and system seconds, bogo ops/s of real time, of CPU time)
 METRIC = re.compile(r"\] (\S+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
-FAIL = "lull-init: FAIL"
-PANIC = "Kernel panic - not syncing"
+FAIL, PANIC = linux_idle.FAIL, linux_idle.PANIC
 
 
 def log(msg):
@@ -175,10 +174,9 @@ class Hostile:
             if m:
                 return m
             if PANIC in seen:
-                self.failure = "guest kernel panic: " + \
-                    seen.split(PANIC, 1)[1].splitlines()[0].strip(" :")
+                self.failure = "guest kernel panic: " + linux_idle.said_after(seen, PANIC)
             elif FAIL in seen:
-                self.failure = "init: " + seen.split(FAIL, 1)[1].splitlines()[0].strip()
+                self.failure = "init: " + linux_idle.said_after(seen, FAIL)
             elif self.popen.poll() is not None:
                 self.failure = self.ended_how()
             elif time.monotonic() - t0 > timeout:

@@ -104,8 +104,7 @@ DONE = "lull-init: cyclictest done"
 # the guest's own check that no local timer interrupt entered before its
 # TSC deadline (tests/linux/init.c, lull_never_early)
 NEVER_EARLY = re.compile(r"lull-init: never-early done checked=(\d+) early=(\d+)")
-FAIL = "lull-init: FAIL"
-PANIC = "Kernel panic - not syncing"
+FAIL, PANIC = linux_idle.FAIL, linux_idle.PANIC
 # cyclictest's own histogram row, "000123 000000\t000002" (lull-init passes
 # it on as it is only when it cannot pack it)
 HIST_ROW = re.compile(r"^(\d{6})\s+(\d+(?:\s+\d+)*)\s*$")
@@ -346,8 +345,7 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
             if p.poll() is not None:
                 break
             if PANIC in seen:
-                res["failure"] = "guest kernel panic: " + seen.split(PANIC, 1)[1].splitlines()[0] \
-                    .strip(" :")
+                res["failure"] = "guest kernel panic: " + linux_idle.said_after(seen, PANIC)
                 break
             if t_ready is None and now - t0 > cfg.boot_timeout:
                 res["failure"] = f"no '{READY}' within {cfg.boot_timeout:g} s"
@@ -373,7 +371,7 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
     res.update(exit_status=p.returncode, wall_s=round(time.monotonic() - t0, 1),
                boot_to_init_s=round(t_ready - t0, 1) if t_ready else None)
     if FAIL in seen and not res["failure"]:
-        res["failure"] = "init: " + seen.split(FAIL, 1)[1].splitlines()[0].strip()
+        res["failure"] = "init: " + linux_idle.said_after(seen, FAIL)
     keep_gzipped(console)
     res["console"] += ".gz"
     m = NEVER_EARLY.search(seen)
