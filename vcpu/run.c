@@ -297,12 +297,42 @@ static void inject(struct vcpu *v)
 	}
 }
 
-static void arm_kick_timer(struct vcpu *v, uint64_t when)
+/* The kick signal stays pending after KVM_RUN returns; take it. */
+static void drain_kick_signal(struct vcpu *v)
+{
+	static const struct timespec zero;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIG_VCPU_KICK);
+	while (sigtimedwait(&set, NULL, &zero) == SIG_VCPU_KICK)
+		v->stats.kicks_received++;
+}
+
+/*
+ * Called only while the vCPU is out of the guest (state not IN_GUEST), so
+ * that the drain below can take no other thread's kick: they signal only
+ * a vCPU in the guest.
+ */
+static void arm_kick_timer(struct vcpu *v, uint64_t when, uint64_t now)
 {
 	struct itimerspec its = { 0 };
+	uint64_t was = v->kick_armed_at;
 
-	if (when == v->kick_armed_at)
+	if (when == was)
 		return;
+	/*
+	 * Re-arming does not take back a signal the old expiry already
+	 * sent: pending, it would end the next KVM_RUN before the guest ran
+	 * an instruction, a whole way out and back for nothing (on a slow
+	 * host, where the VMM's own work outlasts the minimum run, every
+	 * few exits). Taken before the new expiry is armed, never after: a
+	 * thread held up between its clock read and the arming (a nested
+	 * host's emulated CPU) can find that one already past, and its
+	 * signal is the only kick a guest that never exits gets.
+	 */
+	if (was <= now)
+		drain_kick_signal(v);
 	if (when != UINT64_MAX) {
 		its.it_value.tv_sec = (time_t)(when / 1000000000ull);
 		its.it_value.tv_nsec = (long)(when % 1000000000ull);
@@ -315,18 +345,6 @@ static void arm_kick_timer(struct vcpu *v, uint64_t when)
 		return;
 	}
 	v->kick_armed_at = when;
-}
-
-/* The kick signal stays pending after KVM_RUN returns; take it. */
-static void drain_kick_signal(struct vcpu *v)
-{
-	static const struct timespec zero;
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIG_VCPU_KICK);
-	while (sigtimedwait(&set, NULL, &zero) == SIG_VCPU_KICK)
-		v->stats.kicks_received++;
 }
 
 /* A halted vCPU resumes for an interrupt it can take, an NMI, or INIT.
@@ -367,7 +385,7 @@ static uint64_t due_by(struct vcpu *v, uint64_t next)
 static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 {
 	/* A deferrable deadline must not wake the host through the kick timer. */
-	arm_kick_timer(v, UINT64_MAX);
+	arm_kick_timer(v, UINT64_MAX, clock_now_ns());
 
 	v->halted = true;
 	apic_halting(v);
@@ -664,12 +682,6 @@ static void *vcpu_thread(void *arg)
 		else
 			advance_wake_at(&v->advance[VCPU_WAKE_RUNNING], 0, now);
 		v->run->cr8 = apic_cr8(&v->apic);
-		atomic_store(&v->state, VCPU_IN_GUEST);
-		if (atomic_load(&v->kick_pending) || stopping(v)) {
-			atomic_store(&v->state, VCPU_IN_VMM);
-			continue;
-		}
-		apic_pv_eoi_offer(v);
 		wait_for_gate(v);
 		/* the minimum run counts from the entry: not from the catch-up,
 		 * a gate's wait or a slow host's way here eat into it */
@@ -677,7 +689,13 @@ static void *vcpu_thread(void *arg)
 		learn_min_run(v, entry);
 		if (kick_at < entry + v->min_run_ns)
 			kick_at = entry + v->min_run_ns;
-		arm_kick_timer(v, kick_at);
+		arm_kick_timer(v, kick_at, entry);
+		atomic_store(&v->state, VCPU_IN_GUEST);
+		if (atomic_load(&v->kick_pending) || stopping(v)) {
+			atomic_store(&v->state, VCPU_IN_VMM);
+			continue;
+		}
+		apic_pv_eoi_offer(v);
 		lateness_mark(&v->stats.late, LATE_PHASE_GUEST, entry);
 		r = ioctl(v->fd, KVM_RUN, 0);
 		back = clock_now_ns();
@@ -710,7 +728,7 @@ static void *vcpu_thread(void *arg)
 		}
 		handle_exit(v);
 	}
-	arm_kick_timer(v, UINT64_MAX);
+	arm_kick_timer(v, UINT64_MAX, clock_now_ns());
 	v->stats.kernel_voluntary_switches =
 		thread_voluntary_switches() - switches_before;
 	v->stats.thread_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
