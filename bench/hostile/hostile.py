@@ -489,13 +489,16 @@ def measure(cfg):
                        f"{f(h.get('local_timer_irqs_per_s'), 0)}" if h else ""))
                 results.append(r)
                 with open(os.path.join(cfg.out, "results.json"), "w") as out:
-                    json.dump({"command": cfg.command, "results": results}, out, indent=1)
+                    json.dump({"command": cfg.command,
+                               "host_clocksource": in_runner.host_clocksource(),
+                               "results": results}, out, indent=1)
     return results
 
 
 def run_nested(cfg, argv):
     timeout = len(cfg.vcpus) * cfg.runs * 3 * (cfg.seconds + 200) + 300
-    return in_runner.rerun_inside(__file__, argv, cfg.out, cfg.runner_mem, timeout, log)[0]
+    return in_runner.rerun_inside(__file__, argv, cfg.out, cfg.runner_mem, timeout, log,
+                                  cfg.runner_tsc)[0]
 
 
 def load(out):

@@ -443,6 +443,7 @@ def write_results(cfg, results, partial=False):
     meta.update(command=cfg.command, date=datetime.datetime.now(datetime.timezone.utc)
                 .isoformat(timespec="seconds"), partial=partial,
                 nested=bool(cfg.inner or os.environ.get("LULL_NESTED_RUNNER") == "1"),
+                host_clocksource=in_runner.host_clocksource(),
                 qemu_cpu=qemu_ref.describe(*qemu_ref.probe(cfg.qemu)) + linux_idle.QEMU_CPU_FEATURES, results=results)
     tmp = os.path.join(cfg.out, "results.json.tmp")
     with open(tmp, "w") as f:
@@ -471,7 +472,9 @@ def table(res):
     lines.append(f"cyclictest {res['cyclictest_args'].replace('{N}', 'N')} (N = vCPUs), "
                  f"Debian's {os.path.basename(res['kernel'])}, {res['mem']} per VM"
                  + ("; inside tests/nested/lull-nested: an emulated host, compare the "
-                    "modes side by side" if res.get("nested") else ""))
+                    "modes side by side" if res.get("nested") else "")
+                 + (f"; host clocksource {res['host_clocksource']}"
+                    if res.get("host_clocksource") else ""))
     lines.append("latencies in µs; periods: completed of "
                  f"{int(res['duration'] * 1e6 / res['interval'])} per thread")
     lines.append("")
@@ -705,7 +708,8 @@ def run_nested(cfg, argv):
     """The same script, its measurement alone, inside the nested runner."""
     per_vm = cfg.boot_timeout / 2 + cfg.duration + 90
     timeout = 300 + len(cfg.vcpus) * len(cfg.modes) * cfg.repeat * per_vm
-    return in_runner.rerun_inside(__file__, argv, cfg.out, cfg.runner_mem, timeout, log)
+    return in_runner.rerun_inside(__file__, argv, cfg.out, cfg.runner_mem, timeout, log,
+                                  cfg.runner_tsc)
 
 
 def main(argv):
