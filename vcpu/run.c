@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -379,6 +380,27 @@ static uint64_t due_by(struct vcpu *v, uint64_t next)
 }
 
 /*
+ * A halt whose hard expiry (its advanced wake) is near spins for it, as
+ * KVM's halt polling does, but knowing when: a sleep would cost the
+ * host's wake latency, more than the wait itself on a slow host. Still
+ * "in the VMM" for other threads, whose kicks it watches; it yields the
+ * CPU to any other runnable thread, so that on a host short of CPUs it
+ * takes none from a busy one (KVM's polling stops where another task is
+ * runnable, for the same reason).
+ */
+static void halt_poll(struct vcpu *v, uint64_t until)
+{
+	uint64_t from = clock_now_ns(), now = from;
+
+	v->stats.halt_polls++;
+	while (now < until && !atomic_load(&v->kick_pending) && !stopping(v)) {
+		sched_yield();
+		now = clock_now_ns();
+	}
+	v->stats.halt_poll_ns += now - from;
+}
+
+/*
  * Sleeps until ready(v). The only timeout is the next hard expiry plus
  * the slop (due_by); deferrable timers never end this sleep.
  */
@@ -404,6 +426,11 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 		advance_cancel(adv);
 		deadline = advance_wake_at(
 			adv, due_by(v, wheel_next_hard_expiry(&v->wheel)), now);
+		if (v->halt_poll_ns && deadline >= now &&
+		    deadline - now <= v->halt_poll_ns) {
+			halt_poll(v, deadline);
+			continue;
+		}
 
 		atomic_store(&v->state, VCPU_IDLE);
 		if (atomic_load(&v->kick_pending)) {

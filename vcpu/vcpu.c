@@ -56,6 +56,7 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	apic_init(v, index == 0);
 	lateness_init(&v->stats.late, VCPU_LATE_THRESHOLD_NS);
 	vcpu_set_advance(v, true);
+	v->halt_poll_ns = VCPU_HALT_POLL_NS;
 	v->idle.kick_fd = -1;
 
 	if (vm_fd < 0)
@@ -100,6 +101,11 @@ void vcpu_set_advance(struct vcpu *v, bool on)
 {
 	for (unsigned p = 0; p < VCPU_WAKE_PATHS; p++)
 		advance_init(&v->advance[p], on);
+}
+
+void vcpu_set_halt_poll(struct vcpu *v, uint64_t ns)
+{
+	v->halt_poll_ns = ns;
 }
 
 void vcpu_destroy(struct vcpu *v)

@@ -50,6 +50,12 @@
  * (lateness.h) unless vcpu_set_lateness says otherwise: well above the
  * slop and a host's usual wake latency, well below a stall. */
 #define VCPU_LATE_THRESHOLD_NS 1000000
+/* A halted vCPU whose next hard expiry is at most this far off spins for
+ * it rather than sleep (vcpu_set_halt_poll); KVM's own halt polling
+ * defaults to the same on x86. */
+#define VCPU_HALT_POLL_US 200
+#define VCPU_HALT_POLL_NS (VCPU_HALT_POLL_US * 1000ull)
+#define VCPU_MAX_HALT_POLL_NS 1000000ull
 
 struct vcpu;
 
@@ -108,6 +114,10 @@ struct vcpu_stats {
 	uint64_t timers_fired_hard;
 	uint64_t timers_fired_deferred;
 	uint64_t kicks_received;
+	/* halts that spun for a hard expiry instead of sleeping, and the
+	 * host CPU that spinning took */
+	uint64_t halt_polls;
+	uint64_t halt_poll_ns;
 	/* periodic expiries (PV slots and the APIC timer) that ran a whole
 	 * period or more late, and of those the ones --missed-ticks let
 	 * through as a tick */
@@ -191,6 +201,7 @@ struct vcpu {
 	 * when KVM_RUN returned for the timer kick that ended it, if one did */
 	uint64_t min_run_ns;
 	uint64_t kicked_at;
+	uint64_t halt_poll_ns; /* 0: a halted vCPU always sleeps */
 
 	struct vcpu_stats stats;
 };
@@ -215,6 +226,13 @@ void vcpu_set_lateness(struct vcpu *v, uint64_t threshold_ns, bool trace);
 bool vcpu_hold_until(struct vcpu *v, uint64_t t);
 /* The timer advance on or off (it is on unless told). Before vcpu_start. */
 void vcpu_set_advance(struct vcpu *v, bool on);
+/*
+ * A halted vCPU spins, rather than sleeps, for a hard expiry at most ns
+ * away (0: never; VCPU_HALT_POLL_NS unless told): the host's wake latency
+ * is not paid where the wait is about that short. Deferrable timers never
+ * make it spin. Before vcpu_start.
+ */
+void vcpu_set_halt_poll(struct vcpu *v, uint64_t ns);
 int vcpu_start(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 

@@ -453,6 +453,7 @@ static int create_vcpus(struct vm *vm, const struct boot_entry *entry,
 		vcpu_set_lateness(v, vm->cfg.late_threshold_ns,
 				  vm->cfg.trace_late);
 		vcpu_set_advance(v, !vm->cfg.no_timer_advance);
+		vcpu_set_halt_poll(v, vm->cfg.halt_poll_ns);
 		if (vm->cfg.no_x2apic)
 			apic_hide_x2apic(v);
 		if (vm->cfg.no_pv_eoi)

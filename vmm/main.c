@@ -82,6 +82,12 @@ static const char usage_text[] =
 								      "                             it: by default lull wakes a vCPU early by what its\n"
 								      "                             way back to the guest costs (learned per vCPU, at\n"
 								      "                             most " TO_STRING(ADVANCE_MAX_US) " us) and holds the vector until the expiry\n"
+								      "      --halt-poll NS         a halted vCPU whose next hard timer is due within\n"
+								      "                             NS ns spins for it (yielding to any other thread\n"
+								      "                             that wants the CPU) rather than sleep, sparing it\n"
+								      "                             the host's wake latency, as KVM's halt polling\n"
+								      "                             (default " TO_STRING(VCPU_HALT_POLL_US) " us, up to 1 ms; 0: always sleep);\n"
+								      "                             deferrable timers never make it spin\n"
 								      "      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
 								      "      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
 								      "      --console-limit SIZE   write at most SIZE bytes of console output (K/M/G);\n"
@@ -122,6 +128,7 @@ enum {
 	OPT_LATE_THRESHOLD,
 	OPT_TRACE_LATE,
 	OPT_NO_TIMER_ADVANCE,
+	OPT_HALT_POLL,
 	OPT_TIMEOUT,
 	OPT_CONSOLE,
 	OPT_CONSOLE_LIMIT,
@@ -146,6 +153,7 @@ static const struct option long_options[] = {
 	{ "late-threshold", required_argument, NULL, OPT_LATE_THRESHOLD },
 	{ "trace-late", no_argument, NULL, OPT_TRACE_LATE },
 	{ "no-timer-advance", no_argument, NULL, OPT_NO_TIMER_ADVANCE },
+	{ "halt-poll", required_argument, NULL, OPT_HALT_POLL },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "console", required_argument, NULL, OPT_CONSOLE },
 	{ "console-limit", required_argument, NULL, OPT_CONSOLE_LIMIT },
@@ -234,6 +242,7 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		.slop_ns = LULL_DEFAULT_SLOP_NS,
 		.nr_slots = LULL_DEFAULT_SLOTS,
 		.late_threshold_ns = VCPU_LATE_THRESHOLD_NS,
+		.halt_poll_ns = VCPU_HALT_POLL_NS,
 	};
 	optind = 1;
 	opterr = 0; /* we say it ourselves, in one sentence */
@@ -332,6 +341,13 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			break;
 		case OPT_NO_TIMER_ADVANCE:
 			cfg->no_timer_advance = true;
+			break;
+		case OPT_HALT_POLL:
+			if (!parse_u64(optarg, &n) || n > VCPU_MAX_HALT_POLL_NS)
+				return usage_error(
+					"--halt-poll '%s': give nanoseconds from 0 to %llu",
+					optarg, VCPU_MAX_HALT_POLL_NS);
+			cfg->halt_poll_ns = n;
 			break;
 		case OPT_TIMEOUT: {
 			char *end;

@@ -198,6 +198,7 @@ static int allow_vcpu(scmp_filter_ctx ctx, int vcpu_fd, int ring_fd)
 		    EQ(0, (scmp_datum_t)ring_fd)),
 		ANY(timer_settime), /* the kick timer */
 		ANY(rt_sigtimedwait), /* takes a kick that came too late */
+		ANY(sched_yield), /* a halt poll gives way to other threads */
 		/* its context switches, read for --stats as it ends */
 		IF1(getrusage, EQ(0, RUSAGE_THREAD)),
 	};

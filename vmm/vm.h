@@ -63,6 +63,7 @@ struct vm_config {
 	uint64_t late_threshold_ns;
 	bool trace_late;
 	bool no_timer_advance; /* --no-timer-advance: wake at the expiry */
+	uint64_t halt_poll_ns; /* --halt-poll */
 	double timeout_s; /* 0: none */
 	const char *cmdline; /* NULL: none given (a bzImage gets a default) */
 	const char *initrd_path; /* --initrd; NULL: none */

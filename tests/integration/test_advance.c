@@ -119,5 +119,64 @@ Test(advance, costs_nothing_where_every_timer_is_deferrable)
 	/* the one hard one-shot that ends the run may be waited for */
 	cr_assert_leq(advance_stat(json, "halted.waits"), 1);
 	cr_assert_eq(advance_stat(json, "running.waits"), 0);
+	/* nor on the halt poll: no hard expiry is near a halt */
+	cr_assert_leq(vcpu_stat(json, 0, "halt_polls"), 1);
+	run_free(&r);
+}
+
+/*
+ * The halt poll: ticks 500 us apart, polled for up to 1 ms, halt with the
+ * next tick within the poll on any host where the guest halts at all.
+ * Those halts spin instead of sleeping (a poll, no host wakeup), no tick
+ * is early by the guest's own check, and with --halt-poll 0 every halt
+ * sleeps.
+ */
+static uint64_t run_fast_tick(struct run *r, const char *option)
+{
+	const char *pass;
+	uint64_t ticks = 0;
+
+	require_guest("apic-tick");
+	run_lull(r, LIMIT_S, "run", "--stats", "-", "--cmdline",
+		 "mode=deadline hz=2000 seconds=" SECONDS " linger_ms=0",
+		 guest("apic-tick"), "--halt-poll", option, NULL);
+	cr_assert_not(r->killed, "apic-tick ran over %.0f s", LIMIT_S);
+	cr_assert_eq(r->status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
+		     r->status, r->out, r->err);
+	pass = strstr(r->out, "apic-tick: PASS");
+	cr_assert(pass && (pass = strstr(pass, " ticks=")) &&
+			  sscanf(pass, " ticks=%lu", &ticks) == 1,
+		  "%s", r->out);
+	cr_assert_not_null(find_json(r->out), "no stats:\n%s", r->out);
+	return ticks;
+}
+
+Test(advance, a_halt_near_a_hard_expiry_spins_instead_of_sleeping)
+{
+	struct run r;
+	uint64_t ticks = run_fast_tick(&r, "1000000");
+	const char *json = find_json(r.out);
+	uint64_t polls = vcpu_stat(json, 0, "halt_polls");
+	uint64_t poll_ns = vcpu_stat(json, 0, "halt_poll_ns");
+	uint64_t halts = vcpu_stat(json, 0, "halts");
+	uint64_t wakeups = vcpu_stat(json, 0, "host_wakeups");
+
+	cr_log_info("%lu ticks, %lu halts: %lu polls (%lu ns), %lu host "
+		    "wakeups", ticks, halts, polls, poll_ns, wakeups);
+	cr_assert_gt(polls, 0, "no halt polled: %lu halts, %lu wakeups",
+		     halts, wakeups);
+	/* a poll spins at most its bound, and a little for the last clock
+	 * read on a preempted thread */
+	cr_assert_leq(poll_ns, polls * 1100000);
+	/* a halt sleeps (a wakeup) or polls, seldom both */
+	cr_assert_leq(wakeups + polls, halts + halts / 10 + 8,
+		      "%lu wakeups and %lu polls for %lu halts", wakeups, polls,
+		      halts);
+	run_free(&r);
+
+	ticks = run_fast_tick(&r, "0");
+	json = find_json(r.out);
+	cr_assert_eq(vcpu_stat(json, 0, "halt_polls"), 0);
+	cr_assert_eq(vcpu_stat(json, 0, "halt_poll_ns"), 0);
 	run_free(&r);
 }
