@@ -229,10 +229,23 @@ static bool parse_size(const char *s, uint64_t *out)
 	return true;
 }
 
+/* An option in nanoseconds, 0..max: 0 and *out set, or the usage error. */
+static int ns_option(const char *name, const char *arg, uint64_t max,
+		     uint64_t *out)
+{
+	uint64_t n;
+
+	if (!parse_u64(arg, &n) || n > max)
+		return usage_error("--%s '%s': give nanoseconds from 0 to %llu",
+				   name, arg, (unsigned long long)max);
+	*out = n;
+	return 0;
+}
+
 static int parse_run(int argc, char **argv, struct vm_config *cfg)
 {
 	uint64_t n;
-	int opt;
+	int opt, r;
 
 	*cfg = (struct vm_config){
 		.mem_size = 0, /* by the kernel's format: vm.h */
@@ -308,18 +321,16 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 					optarg);
 			break;
 		case OPT_SLOP:
-			if (!parse_u64(optarg, &n) || n > 1000000000ull)
-				return usage_error(
-					"--slop '%s': give nanoseconds from 0 to 1000000000",
-					optarg);
-			cfg->slop_ns = n;
+			r = ns_option("slop", optarg, 1000000000ull,
+				      &cfg->slop_ns);
+			if (r)
+				return r;
 			break;
 		case OPT_APIC_MAX_DEFER:
-			if (!parse_u64(optarg, &n) || n > LULL_HORIZON_NS)
-				return usage_error(
-					"--apic-max-defer '%s': give nanoseconds from 0 to %llu",
-					optarg, LULL_HORIZON_NS);
-			cfg->apic_max_defer_ns = n;
+			r = ns_option("apic-max-defer", optarg, LULL_HORIZON_NS,
+				      &cfg->apic_max_defer_ns);
+			if (r)
+				return r;
 			break;
 		case OPT_SLOTS:
 			if (!parse_u64(optarg, &n) || n < 2 ||
@@ -330,11 +341,10 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			cfg->nr_slots = (unsigned)n;
 			break;
 		case OPT_LATE_THRESHOLD:
-			if (!parse_u64(optarg, &n) || n > LULL_HORIZON_NS)
-				return usage_error(
-					"--late-threshold '%s': give nanoseconds from 0 to %llu",
-					optarg, LULL_HORIZON_NS);
-			cfg->late_threshold_ns = n;
+			r = ns_option("late-threshold", optarg, LULL_HORIZON_NS,
+				      &cfg->late_threshold_ns);
+			if (r)
+				return r;
 			break;
 		case OPT_TRACE_LATE:
 			cfg->trace_late = true;
@@ -343,11 +353,10 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 			cfg->no_timer_advance = true;
 			break;
 		case OPT_HALT_POLL:
-			if (!parse_u64(optarg, &n) || n > VCPU_MAX_HALT_POLL_NS)
-				return usage_error(
-					"--halt-poll '%s': give nanoseconds from 0 to %llu",
-					optarg, VCPU_MAX_HALT_POLL_NS);
-			cfg->halt_poll_ns = n;
+			r = ns_option("halt-poll", optarg, VCPU_MAX_HALT_POLL_NS,
+				      &cfg->halt_poll_ns);
+			if (r)
+				return r;
 			break;
 		case OPT_TIMEOUT: {
 			char *end;

@@ -6,7 +6,8 @@
  * the ticks reach the gate, the estimate stays within its bound, the
  * guest finds no tick early (its own verdict), and the host wakes no more
  * often than without; without it nothing runs ahead. And an idle VM whose
- * timers are all deferrable spends nothing on it.
+ * timers are all deferrable spends nothing on it, nor on the halt poll,
+ * which spins for a hard expiry near a halt rather than sleep.
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,16 +30,20 @@ static uint64_t advance_stat(const char *json, const char *path)
 	return v;
 }
 
-/* apic-tick, mode=deadline; returns its ticks, the --stats JSON in r. */
-static uint64_t run_tick(struct run *r, const char *option)
+/* apic-tick, mode=deadline at `hz`, with one more lull option (and its
+ * value) if given; returns its ticks, the --stats JSON in r. */
+static uint64_t run_tick(struct run *r, const char *hz, const char *option,
+			 const char *value)
 {
+	char cmdline[96];
 	const char *pass;
 	uint64_t ticks = 0;
 
 	require_guest("apic-tick");
-	run_lull(r, LIMIT_S, "run", "--stats", "-", "--cmdline",
-		 "mode=deadline hz=1000 seconds=" SECONDS " linger_ms=0",
-		 guest("apic-tick"), option, NULL);
+	snprintf(cmdline, sizeof(cmdline),
+		 "mode=deadline hz=%s seconds=" SECONDS " linger_ms=0", hz);
+	run_lull(r, LIMIT_S, "run", "--stats", "-", "--cmdline", cmdline,
+		 guest("apic-tick"), option, value, NULL);
 	cr_assert_not(r->killed, "apic-tick ran over %.0f s", LIMIT_S);
 	cr_assert_eq(r->status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
 		     r->status, r->out, r->err);
@@ -54,7 +59,7 @@ static uint64_t run_tick(struct run *r, const char *option)
 Test(advance, hard_ticks_run_ahead_and_wait_for_their_expiry)
 {
 	struct run r;
-	uint64_t ticks = run_tick(&r, NULL);
+	uint64_t ticks = run_tick(&r, "1000", NULL, NULL);
 	const char *json = find_json(r.out);
 	uint64_t ran_ahead = advance_stat(json, "halted.ran_ahead") +
 			     advance_stat(json, "running.ran_ahead");
@@ -91,7 +96,7 @@ Test(advance, hard_ticks_run_ahead_and_wait_for_their_expiry)
 Test(advance, off_nothing_runs_ahead)
 {
 	struct run r;
-	uint64_t ticks = run_tick(&r, "--no-timer-advance");
+	uint64_t ticks = run_tick(&r, "1000", "--no-timer-advance", NULL);
 	const char *json = find_json(r.out);
 
 	cr_assert(strstr(json, "\"timer_advance\": {\"enabled\": false"),
@@ -131,30 +136,10 @@ Test(advance, costs_nothing_where_every_timer_is_deferrable)
  * is early by the guest's own check, and with --halt-poll 0 every halt
  * sleeps.
  */
-static uint64_t run_fast_tick(struct run *r, const char *option)
-{
-	const char *pass;
-	uint64_t ticks = 0;
-
-	require_guest("apic-tick");
-	run_lull(r, LIMIT_S, "run", "--stats", "-", "--cmdline",
-		 "mode=deadline hz=2000 seconds=" SECONDS " linger_ms=0",
-		 guest("apic-tick"), "--halt-poll", option, NULL);
-	cr_assert_not(r->killed, "apic-tick ran over %.0f s", LIMIT_S);
-	cr_assert_eq(r->status, 0, "status %d\nstdout:\n%s\nstderr:\n%s",
-		     r->status, r->out, r->err);
-	pass = strstr(r->out, "apic-tick: PASS");
-	cr_assert(pass && (pass = strstr(pass, " ticks=")) &&
-			  sscanf(pass, " ticks=%lu", &ticks) == 1,
-		  "%s", r->out);
-	cr_assert_not_null(find_json(r->out), "no stats:\n%s", r->out);
-	return ticks;
-}
-
 Test(advance, a_halt_near_a_hard_expiry_spins_instead_of_sleeping)
 {
 	struct run r;
-	uint64_t ticks = run_fast_tick(&r, "1000000");
+	uint64_t ticks = run_tick(&r, "2000", "--halt-poll", "1000000");
 	const char *json = find_json(r.out);
 	uint64_t polls = vcpu_stat(json, 0, "halt_polls");
 	uint64_t poll_ns = vcpu_stat(json, 0, "halt_poll_ns");
@@ -174,7 +159,7 @@ Test(advance, a_halt_near_a_hard_expiry_spins_instead_of_sleeping)
 		      halts);
 	run_free(&r);
 
-	ticks = run_fast_tick(&r, "0");
+	ticks = run_tick(&r, "2000", "--halt-poll", "0");
 	json = find_json(r.out);
 	cr_assert_eq(vcpu_stat(json, 0, "halt_polls"), 0);
 	cr_assert_eq(vcpu_stat(json, 0, "halt_poll_ns"), 0);
