@@ -379,25 +379,43 @@ static uint64_t due_by(struct vcpu *v, uint64_t next)
 	return apic < next ? apic : next;
 }
 
+/* The kernel's count of this thread's involuntary context switches. */
+static long involuntary_switches(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
+}
+
 /*
  * A halt whose hard expiry (its advanced wake) is near spins for it, as
  * KVM's halt polling does, but knowing when: a sleep would cost the
  * host's wake latency, more than the wait itself on a slow host. Still
- * "in the VMM" for other threads, whose kicks it watches; it yields the
- * CPU to any other runnable thread, so that on a host short of CPUs it
- * takes none from a busy one (KVM's polling stops where another task is
- * runnable, for the same reason).
+ * "in the VMM" for other threads, whose kicks it watches. It yields at
+ * each turn, and once a yield (or a preemption) let another thread run,
+ * it stops: false, and the halt sleeps for the rest. A thread that gave
+ * way gets the CPU back only when the other's slice ends, which a wake
+ * beats; and on a host short of CPUs a poll takes none from a busy thread
+ * (KVM stops polling where another task is runnable, for the same reason).
  */
-static void halt_poll(struct vcpu *v, uint64_t until)
+static bool halt_poll(struct vcpu *v, uint64_t until)
 {
 	uint64_t from = clock_now_ns(), now = from;
+	long switches = involuntary_switches();
+	bool alone = true;
 
 	v->stats.halt_polls++;
 	while (now < until && !atomic_load(&v->kick_pending) && !stopping(v)) {
 		sched_yield();
 		now = clock_now_ns();
+		if (involuntary_switches() != switches) {
+			alone = false;
+			break;
+		}
 	}
 	v->stats.halt_poll_ns += now - from;
+	v->stats.halt_polls_given_way += !alone;
+	return alone;
 }
 
 /*
@@ -406,6 +424,8 @@ static void halt_poll(struct vcpu *v, uint64_t until)
  */
 static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 {
+	bool may_poll = v->halt_poll_ns != 0;
+
 	/* A deferrable deadline must not wake the host through the kick timer. */
 	arm_kick_timer(v, UINT64_MAX, clock_now_ns());
 
@@ -426,9 +446,9 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 		advance_cancel(adv);
 		deadline = advance_wake_at(
 			adv, due_by(v, wheel_next_hard_expiry(&v->wheel)), now);
-		if (v->halt_poll_ns && deadline >= now &&
+		if (may_poll && deadline >= now &&
 		    deadline - now <= v->halt_poll_ns) {
-			halt_poll(v, deadline);
+			may_poll = halt_poll(v, deadline);
 			continue;
 		}
 

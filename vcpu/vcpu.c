@@ -56,7 +56,6 @@ int vcpu_init(struct vcpu *v, unsigned index, int kvm_fd, int vm_fd,
 	apic_init(v, index == 0);
 	lateness_init(&v->stats.late, VCPU_LATE_THRESHOLD_NS);
 	vcpu_set_advance(v, true);
-	v->halt_poll_ns = VCPU_HALT_POLL_NS;
 	v->idle.kick_fd = -1;
 
 	if (vm_fd < 0)

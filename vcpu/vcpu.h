@@ -50,11 +50,7 @@
  * (lateness.h) unless vcpu_set_lateness says otherwise: well above the
  * slop and a host's usual wake latency, well below a stall. */
 #define VCPU_LATE_THRESHOLD_NS 1000000
-/* A halted vCPU whose next hard expiry is at most this far off spins for
- * it rather than sleep (vcpu_set_halt_poll); KVM's own halt polling
- * defaults to the same on x86. */
-#define VCPU_HALT_POLL_US 200
-#define VCPU_HALT_POLL_NS (VCPU_HALT_POLL_US * 1000ull)
+/* The longest halt poll (vcpu_set_halt_poll) lull takes. */
 #define VCPU_MAX_HALT_POLL_NS 1000000ull
 
 struct vcpu;
@@ -118,6 +114,7 @@ struct vcpu_stats {
 	 * host CPU that spinning took */
 	uint64_t halt_polls;
 	uint64_t halt_poll_ns;
+	uint64_t halt_polls_given_way; /* ...that another thread cut short */
 	/* periodic expiries (PV slots and the APIC timer) that ran a whole
 	 * period or more late, and of those the ones --missed-ticks let
 	 * through as a tick */
@@ -228,7 +225,7 @@ bool vcpu_hold_until(struct vcpu *v, uint64_t t);
 void vcpu_set_advance(struct vcpu *v, bool on);
 /*
  * A halted vCPU spins, rather than sleeps, for a hard expiry at most ns
- * away (0: never; VCPU_HALT_POLL_NS unless told): the host's wake latency
+ * away (0, unless told: never): the host's wake latency
  * is not paid where the wait is about that short. Deferrable timers never
  * make it spin. Before vcpu_start.
  */

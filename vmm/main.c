@@ -83,10 +83,11 @@ static const char usage_text[] =
 								      "                             way back to the guest costs (learned per vCPU, at\n"
 								      "                             most " TO_STRING(ADVANCE_MAX_US) " us) and holds the vector until the expiry\n"
 								      "      --halt-poll NS         a halted vCPU whose next hard timer is due within\n"
-								      "                             NS ns spins for it (yielding to any other thread\n"
-								      "                             that wants the CPU) rather than sleep, sparing it\n"
+								      "                             NS ns spins for it (and sleeps once another thread\n"
+								      "                             wants the CPU) rather than sleep, sparing it\n"
 								      "                             the host's wake latency, as KVM's halt polling\n"
-								      "                             (default " TO_STRING(VCPU_HALT_POLL_US) " us, up to 1 ms; 0: always sleep);\n"
+								      "                             (KVM's polls 200 us; up to 1 ms; default 0: always\n"
+								      "                             sleep);\n"
 								      "                             deferrable timers never make it spin\n"
 								      "      --timeout SECONDS      stop the guest after SECONDS; exit status 124\n"
 								      "      --console FILE         guest console (COM1, port 0xe9) to FILE, not stdout\n"
@@ -255,7 +256,6 @@ static int parse_run(int argc, char **argv, struct vm_config *cfg)
 		.slop_ns = LULL_DEFAULT_SLOP_NS,
 		.nr_slots = LULL_DEFAULT_SLOTS,
 		.late_threshold_ns = VCPU_LATE_THRESHOLD_NS,
-		.halt_poll_ns = VCPU_HALT_POLL_NS,
 	};
 	optind = 1;
 	opterr = 0; /* we say it ourselves, in one sentence */

@@ -28,8 +28,8 @@ attempt is kept:
                     (not in the default --modes)
   lull-no-advance   lull deferrable with --no-timer-advance, to show what
                     the timer advance buys (not in the default --modes)
-  lull-no-poll      lull deferrable with --halt-poll 0, to show what the
-                    halt poll buys (not in the default --modes)
+  lull-halt-poll    lull deferrable with --halt-poll 200000 (KVM's default),
+                    to show what the halt poll buys (not in the default --modes)
 
 Per run and thread: completed periods (the histogram's count and its
 overflows; a wakeup later than a whole period skips the periods it
@@ -96,7 +96,7 @@ MKINITRAMFS = os.path.join(ROOT, "scripts", "mkinitramfs")
 # command lines; the guest prints nothing while cyclictest measures.
 CONSOLE = "ttyS0,115200"
 MODES = ("qemu", "lull-deferrable", "lull-strict", "lull-no-pv-eoi", "lull-no-advance",
-         "lull-no-poll")
+         "lull-halt-poll")
 DEFAULT_MODES = MODES[:-3]
 # Debian's packages: cyclictest, and what it links against
 PACKAGES = ("rt-tests", "libnuma1", "libc6")
@@ -548,7 +548,7 @@ def plot(res, out):
         return None, "nothing to plot"
     style = {"qemu": "lc rgb '#7570b3'", "lull-deferrable": "lc rgb '#1b9e77'",
              "lull-strict": "lc rgb '#d95f02'", "lull-no-pv-eoi": "lc rgb '#e7298a'",
-             "lull-no-advance": "lc rgb '#66a61e'", "lull-no-poll": "lc rgb '#e6ab02'"}
+             "lull-no-advance": "lc rgb '#66a61e'", "lull-halt-poll": "lc rgb '#e6ab02'"}
     # where the curves are drawn: every µs to 100, then 100 points a decade
     grid = sorted(set(range(1, 101)) | {round(10 ** (2 + k / 100))
                                         for k in range(1, 100 * 6)
@@ -641,7 +641,7 @@ def parse_args(argv):
                     help="vCPU counts, comma-separated (default 1,2)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES), metavar="LIST",
                     help="comma-separated subset of " + ",".join(MODES) +
-                    " (default all but lull-no-pv-eoi, lull-no-advance and lull-no-poll)")
+                    " (default all but lull-no-pv-eoi, lull-no-advance and lull-halt-poll)")
     ap.add_argument("--repeat", type=int, default=1, metavar="R",
                     help="runs of every mode and vCPU count, interleaved (default 1)")
     ap.add_argument("--duration", type=int, default=20, metavar="S",
