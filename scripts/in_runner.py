@@ -11,9 +11,9 @@ boot-time TSC sync check fails between two CPUs that QEMU emulates one after
 the other on one thread, although both read the one host clock (a process
 moved between them at every call saw its CLOCK_MONOTONIC never go back, 4,000
 moves): it then runs on the HPET, where every clock read is a system call
-and KVM holds the guest TSC while a vCPU is out, a host unlike the hardware users run, which
-taxes each exit to user space (a VMM without KVM's APIC) far more than
-in-kernel work. tsc=reliable gives the host users have: its TSC as
+and KVM holds the guest TSC while a vCPU is out, a host unlike the hardware
+users run, which taxes each exit to user space (a VMM without KVM's APIC)
+far more than in-kernel work. tsc=reliable gives the host users have: its TSC as
 clocksource, KVM's master clock, the guest TSC at an offset.
 """
 

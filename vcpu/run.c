@@ -4,12 +4,12 @@
  * the halt path. Everything here runs on the vCPU's own thread.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -379,12 +379,18 @@ static uint64_t due_by(struct vcpu *v, uint64_t next)
 	return apic < next ? apic : next;
 }
 
-/* The kernel's count of this thread's involuntary context switches. */
-static long involuntary_switches(void)
+/*
+ * The kernel's count of this thread's context switches: voluntary (its
+ * sleeps) or involuntary (another thread took the CPU: a preemption, or a
+ * yield that found one to run).
+ */
+static uint64_t thread_switches(bool voluntary)
 {
 	struct rusage ru;
 
-	return getrusage(RUSAGE_THREAD, &ru) ? -1 : ru.ru_nivcsw;
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return 0;
+	return (uint64_t)(voluntary ? ru.ru_nvcsw : ru.ru_nivcsw);
 }
 
 /*
@@ -401,14 +407,14 @@ static long involuntary_switches(void)
 static bool halt_poll(struct vcpu *v, uint64_t until)
 {
 	uint64_t from = clock_now_ns(), now = from;
-	long switches = involuntary_switches();
+	uint64_t switches = thread_switches(false);
 	bool alone = true;
 
 	v->stats.halt_polls++;
 	while (now < until && !atomic_load(&v->kick_pending) && !stopping(v)) {
 		sched_yield();
 		now = clock_now_ns();
-		if (involuntary_switches() != switches) {
+		if (thread_switches(false) != switches) {
 			alone = false;
 			break;
 		}
@@ -599,19 +605,6 @@ static void handle_exit(struct vcpu *v)
 	}
 }
 
-/*
- * The kernel's own count of this thread's sleeps. host_wakeups counts
- * returns from the idle wait; counted from the first entry into the guest
- * (set-up sleeps are not the guest's), the two should agree but for the
- * few other sleeps a running vCPU does (the console lock), which is the
- * point of reporting both.
- */
-static uint64_t thread_voluntary_switches(void)
-{
-	struct rusage ru;
-
-	return getrusage(RUSAGE_THREAD, &ru) ? 0 : (uint64_t)ru.ru_nvcsw;
-}
 
 static int thread_setup(struct vcpu *v)
 {
@@ -697,7 +690,14 @@ static void *vcpu_thread(void *arg)
 	}
 	if (v->ops->confine && v->ops->confine(v))
 		return NULL;
-	switches_before = thread_voluntary_switches();
+	/*
+	 * The kernel's count of this thread's sleeps. host_wakeups counts
+	 * returns from the idle wait; counted from the first entry into the
+	 * guest (set-up sleeps are not the guest's), the two should agree but
+	 * for the few other sleeps a running vCPU does (the console lock),
+	 * which is the point of reporting both.
+	 */
+	switches_before = thread_switches(true);
 	while (!stopping(v)) {
 		uint64_t now = v->caught_up_at ? v->caught_up_at : catch_up(v);
 		uint64_t kick_at, hard_at, early, entry, back;
@@ -777,7 +777,7 @@ static void *vcpu_thread(void *arg)
 	}
 	arm_kick_timer(v, UINT64_MAX, clock_now_ns());
 	v->stats.kernel_voluntary_switches =
-		thread_voluntary_switches() - switches_before;
+		thread_switches(true) - switches_before;
 	v->stats.thread_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	return NULL;
 }

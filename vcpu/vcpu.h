@@ -111,7 +111,7 @@ struct vcpu_stats {
 	uint64_t timers_fired_deferred;
 	uint64_t kicks_received;
 	/* halts that spun for a hard expiry instead of sleeping, and the
-	 * host CPU that spinning took */
+	 * time they spun (what they yielded to other threads included) */
 	uint64_t halt_polls;
 	uint64_t halt_poll_ns;
 	uint64_t halt_polls_given_way; /* ...that another thread cut short */
@@ -225,9 +225,9 @@ bool vcpu_hold_until(struct vcpu *v, uint64_t t);
 void vcpu_set_advance(struct vcpu *v, bool on);
 /*
  * A halted vCPU spins, rather than sleeps, for a hard expiry at most ns
- * away (0, unless told: never): the host's wake latency
- * is not paid where the wait is about that short. Deferrable timers never
- * make it spin. Before vcpu_start.
+ * away (0, unless told: never): the host's wake latency is not paid where
+ * the wait is about that short. Deferrable timers never make it spin.
+ * Before vcpu_start.
  */
 void vcpu_set_halt_poll(struct vcpu *v, uint64_t ns);
 int vcpu_start(struct vcpu *v);
