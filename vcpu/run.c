@@ -605,7 +605,6 @@ static void handle_exit(struct vcpu *v)
 	}
 }
 
-
 static int thread_setup(struct vcpu *v)
 {
 	struct sigevent sev = { 0 };
