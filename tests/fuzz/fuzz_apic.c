@@ -436,6 +436,18 @@ static void check_reset(struct vcpu *v)
 	check(get_or(v, APIC_TIMER_INITIAL, 0) == 0);
 }
 
+/*
+ * After an INIT, by OP_INIT or by an IPI taken at a catch-up: the APIC is
+ * at its reset state and PV EOI is off (the guest enables it anew), in
+ * lull and in the harness's copy. A disabled APIC keeps PV EOI, as KVM's.
+ */
+static void after_init(struct vcpu *v)
+{
+	pv_eoi_msr[v->index] = 0;
+	check(!v->apic.pv_eoi_flag && !v->apic.pv_eoi_offered);
+	check_reset(v);
+}
+
 static void check_timer(unsigned i, const struct op_ctx *ctx)
 {
 	struct vcpu *v = &cpus[i];
@@ -800,7 +812,7 @@ static void catch_up(unsigned i)
 	if (atomic_exchange(&v->init_posted, false)) {
 		apic_init_reset(v);
 		v->wait_for_sipi = true;
-		check_reset(v);
+		after_init(v);
 	}
 	sipi = atomic_exchange(&v->sipi_posted, -1);
 	if (sipi >= 0 && v->wait_for_sipi)
@@ -877,9 +889,7 @@ static void op_init(struct fuzz_input *in)
 
 	apic_init_reset(v);
 	check(base_of(v) == base && v->apic.id == v->index);
-	check_reset(v);
-	pv_eoi_msr[v->index] = 0;
-	check(!v->apic.pv_eoi_flag);
+	after_init(v);
 }
 
 /* Whether PV EOI may be offered: the one vector in service, edge, alone. */
