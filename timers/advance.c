@@ -10,7 +10,7 @@ void advance_init(struct advance *a, bool enabled)
 uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now)
 {
 	if (!a->enabled || !target || target == UINT64_MAX || target < now ||
-	    target - now < 2 * a->ns) {
+	    target - now < a->ns + a->ns / 4) {
 		a->target = 0;
 		return target;
 	}

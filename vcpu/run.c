@@ -203,7 +203,10 @@ static uint64_t gate(const struct vcpu *v)
  * Just before KVM_RUN: a vector staged ahead of its expiry waits for it
  * here, on the host's clock, by which the guest's own reads the expiry
  * (a TSC deadline is taken only once tsc_to_ns says so); the timer
- * advance learns how early or late this arrival was.
+ * advance learns how early or late this arrival was. It yields at each
+ * turn: on a slow host the wait may be hundreds of µs, and on one short
+ * of CPUs another vCPU's thread (a busy guest's) needs that time more
+ * than this one needs to be exact.
  */
 static void wait_for_gate(struct vcpu *v)
 {
@@ -213,7 +216,7 @@ static void wait_for_gate(struct vcpu *v)
 		return;
 	arrived = now = clock_now_ns();
 	while (now < until) {
-		__builtin_ia32_pause();
+		sched_yield();
 		now = clock_now_ns();
 	}
 	for (unsigned p = 0; p < VCPU_WAKE_PATHS; p++)

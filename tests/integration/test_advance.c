@@ -83,10 +83,10 @@ Test(advance, hard_ticks_run_ahead_and_wait_for_their_expiry)
 	 * the bound (the nested runner), none arrives early.
 	 */
 	cr_assert_gt(waits + late, 0, "no entry reached the gate");
-	cr_assert_leq(ns, 20000, "estimate %lu ns past the bound", ns);
+	cr_assert_leq(ns, 500000, "estimate %lu ns past the bound", ns);
 	/* a wait is never longer than the estimate's bound (a TSC-deadline
 	 * hold adds at most as much again) */
-	cr_assert_leq(wait_ns, waits * 40000);
+	cr_assert_leq(wait_ns, waits * 1000000);
 	/* one wake per tick, as without the advance */
 	cr_assert_leq(wakeups, ticks + 8, "%lu host wakeups for %lu ticks",
 		      wakeups, ticks);
