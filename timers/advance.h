@@ -35,8 +35,8 @@
 #include <stdint.h>
 
 #define ADVANCE_INIT_NS 10000ull
-/* A slow host's way back (a nested one's: ~200 µs) fits, so the advance
- * serves it too; the gate's wait yields, so a long one starves no thread. */
+/* A slow host's way back, hundreds of µs, fits, so the advance serves it
+ * too; the gate's wait yields, so a long one starves no thread. */
 #define ADVANCE_MAX_US 500
 #define ADVANCE_MAX_NS (ADVANCE_MAX_US * 1000ull)
 
@@ -61,8 +61,8 @@ void advance_init(struct advance *a, bool enabled);
  * target. A target less than 5/4 of the estimate away is not advanced: a
  * thread that would wake at once and spin to its target (a storm of
  * timers faster than the way back) sleeps instead, as do its neighbours'.
- * Between 5/4 and 2 (once the rule) lie most of a busy guest's halts on a
- * slow host, whose estimate is hundreds of µs.
+ * No wider margin: on a slow host, whose estimate is hundreds of µs, most
+ * of a busy guest's halts end within twice it.
  */
 uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now);
 /* Forgets the armed target and any gate (the thread sleeps instead). */
