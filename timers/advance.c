@@ -7,15 +7,28 @@ void advance_init(struct advance *a, bool enabled)
 			       .ns = enabled ? ADVANCE_INIT_NS : 0 };
 }
 
+/* Nearer than this, a wake ahead of the target would come at once. */
+static uint64_t near_ns(const struct advance *a)
+{
+	return a->ns + a->ns / 4;
+}
+
 uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now)
 {
 	if (!a->enabled || !target || target == UINT64_MAX || target < now ||
-	    target - now < a->ns + a->ns / 4) {
+	    target - now < near_ns(a)) {
 		a->target = 0;
 		return target;
 	}
 	a->target = target;
 	return target > a->ns ? target - a->ns : 0;
+}
+
+bool advance_too_near(const struct advance *a, uint64_t target,
+		      uint64_t now)
+{
+	return a->enabled && target && target != UINT64_MAX &&
+	       target >= now && target - now < near_ns(a);
 }
 
 void advance_cancel(struct advance *a)

@@ -11,7 +11,7 @@
  * advance does the same for one wake path of one vCPU:
  *
  *   advance_wake_at    the host wake for `target` is armed estimate ns
- *                      before it, where it is at least twice that away;
+ *                      before it, where it is at least 5/4 of that away;
  *   advance_catch_up   woken within the estimate of the target, the
  *                      catch-up runs the timers up to the target at once,
  *                      so that everything due by then is taken and staged;
@@ -58,13 +58,22 @@ struct advance {
 void advance_init(struct advance *a, bool enabled);
 /*
  * The host wake for a hard expiry `target`, at `now`; remembers the
- * target. A target less than 5/4 of the estimate away is not advanced: a
- * thread that would wake at once and spin to its target (a storm of
- * timers faster than the way back) sleeps instead, as do its neighbours'.
+ * target. A target less than 5/4 of the estimate away is not advanced:
+ * its thread would wake at once and spin, holding a staged vector, until
+ * the target, with no way to give the CPU back to a busy neighbour (a
+ * storm of timers faster than the way back, on a host short of CPUs).
  * No wider margin: on a slow host, whose estimate is hundreds of µs, most
  * of a busy guest's halts end within twice it.
  */
 uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now);
+/*
+ * True where the advance is on and `target` is ahead of `now` but nearer
+ * than advance_wake_at advances: a sleep until it would come back late by
+ * about the estimate, so a halted thread spins for it instead, in a poll
+ * that stops (and sleeps) once another thread wants the CPU.
+ */
+bool advance_too_near(const struct advance *a, uint64_t target,
+		      uint64_t now);
 /* Forgets the armed target and any gate (the thread sleeps instead). */
 void advance_cancel(struct advance *a);
 /* The time to run the timers to, woken at `now`: the target where it is

@@ -433,7 +433,7 @@ static bool halt_poll(struct vcpu *v, uint64_t until)
  */
 static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 {
-	bool may_poll = v->halt_poll_ns != 0;
+	bool may_poll = true;
 
 	/* A deferrable deadline must not wake the host through the kick timer. */
 	arm_kick_timer(v, UINT64_MAX, clock_now_ns());
@@ -443,7 +443,7 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 	advance_cancel(&v->advance[VCPU_WAKE_RUNNING]);
 	for (;;) {
 		struct advance *adv = &v->advance[VCPU_WAKE_HALTED];
-		uint64_t deadline, now;
+		uint64_t due, deadline, now, poll;
 		int r;
 
 		now = catch_up(v);
@@ -453,10 +453,21 @@ static void sleep_until(struct vcpu *v, bool (*ready)(struct vcpu *v))
 		}
 		/* staged ahead, but not taken now: the gate waits for nothing */
 		advance_cancel(adv);
-		deadline = advance_wake_at(
-			adv, due_by(v, wheel_next_hard_expiry(&v->wheel)), now);
-		if (may_poll && deadline >= now &&
-		    deadline - now <= v->halt_poll_ns) {
+		due = due_by(v, wheel_next_hard_expiry(&v->wheel));
+		deadline = advance_wake_at(adv, due, now);
+		poll = v->halt_poll_ns;
+		/*
+		 * Nearer than the advance goes, a sleep would come back late
+		 * by the way back itself; spin for it, as for --halt-poll
+		 * (a busy guest on a slow host halts this near its next
+		 * timer, and one late interrupt makes the next halt nearer).
+		 */
+		if (may_poll && advance_too_near(adv, due, now)) {
+			poll = due - now;
+			v->stats.halt_polls_near++;
+		}
+		if (may_poll && poll && deadline >= now &&
+		    deadline - now <= poll) {
 			may_poll = halt_poll(v, deadline);
 			continue;
 		}

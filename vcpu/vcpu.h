@@ -115,6 +115,8 @@ struct vcpu_stats {
 	uint64_t halt_polls;
 	uint64_t halt_poll_ns;
 	uint64_t halt_polls_given_way; /* ...that another thread cut short */
+	uint64_t halt_polls_near; /* ...for an expiry the advance found too
+				   * near to wake ahead of (not --halt-poll) */
 	/* periodic expiries (PV slots and the APIC timer) that ran a whole
 	 * period or more late, and of those the ones --missed-ticks let
 	 * through as a tick */

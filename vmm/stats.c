@@ -172,7 +172,7 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 		"\"ticks_late\": %lu, \"ticks_late_delivered\": %lu, "
 		"\"periods_floored\": %lu, "
 		"\"kicks\": %lu, \"halt_polls\": %lu, \"halt_poll_ns\": %lu, "
-		"\"halt_polls_given_way\": %lu, "
+		"\"halt_polls_given_way\": %lu, \"halt_polls_near\": %lu, "
 		"\"kernel_voluntary_switches\": %lu, "
 		"\"thread_cpu_ns\": %lu, "
 		"\"pvclock_rate_ppm\": %s, \"pvclock_steps\": %lu, ",
@@ -183,6 +183,7 @@ static void vcpu_json(FILE *f, const struct vm_cpu *cpu)
 		v->apic.timer_rearmed_halted, v->apic.pv_eois, s->ticks_late,
 		s->ticks_late_delivered, s->periods_floored, s->kicks_received,
 		s->halt_polls, s->halt_poll_ns, s->halt_polls_given_way,
+		s->halt_polls_near,
 		s->kernel_voluntary_switches, s->thread_cpu_ns, rate,
 		clock->steps);
 	counts_json(f, "exits_by_reason", s->exits_by_kind, exit_kind_names,

@@ -104,6 +104,9 @@ Test(advance, off_nothing_runs_ahead)
 	cr_assert_eq(advance_stat(json, "halted.ran_ahead"), 0);
 	cr_assert_eq(advance_stat(json, "halted.waits"), 0);
 	cr_assert_eq(advance_stat(json, "running.waits"), 0);
+	/* nor polls for an expiry near a halt: no estimate, nothing near */
+	cr_assert_eq(vcpu_stat(json, 0, "halt_polls"), 0);
+	cr_assert_eq(vcpu_stat(json, 0, "halt_polls_near"), 0);
 	cr_assert_leq(vcpu_stat(json, 0, "host_wakeups"), ticks + 8);
 	run_free(&r);
 }
@@ -162,9 +165,13 @@ Test(advance, a_halt_near_a_hard_expiry_spins_instead_of_sleeping)
 		      wakeups, polls, given_way, halts);
 	run_free(&r);
 
+	/* without --halt-poll, only a halt nearer its expiry than the
+	 * advance's reach polls, for no longer than 5/4 of the bound */
 	ticks = run_tick(&r, "2000", "--halt-poll", "0");
 	json = find_json(r.out);
-	cr_assert_eq(vcpu_stat(json, 0, "halt_polls"), 0);
-	cr_assert_eq(vcpu_stat(json, 0, "halt_poll_ns"), 0);
+	polls = vcpu_stat(json, 0, "halt_polls");
+	cr_assert_eq(polls, vcpu_stat(json, 0, "halt_polls_near"));
+	cr_assert_leq(vcpu_stat(json, 0, "halt_poll_ns"),
+		      polls * (625000 + 100000));
 	run_free(&r);
 }

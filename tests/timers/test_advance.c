@@ -153,3 +153,25 @@ Test(advance, a_near_target_is_not_advanced)
 	cr_assert_eq(advance_gate(&a), 0);
 	cr_assert_eq(advance_wake_at(&a, T, T - near), T - ADVANCE_INIT_NS);
 }
+
+/* What advance_wake_at leaves alone as near, a halt polls for: exactly
+ * that, and only with the advance on. */
+Test(advance, too_near_is_what_wake_at_leaves_alone)
+{
+	const uint64_t near = ADVANCE_INIT_NS + ADVANCE_INIT_NS / 4;
+	struct advance a, off;
+
+	advance_init(&a, true);
+	advance_init(&off, false);
+	cr_assert(advance_too_near(&a, T, T - near + 1));
+	cr_assert(advance_too_near(&a, T, T));
+	cr_assert_not(advance_too_near(&a, T, T - near));
+	cr_assert_not(advance_too_near(&a, T, T + 1), "already past");
+	cr_assert_not(advance_too_near(&a, UINT64_MAX, T));
+	cr_assert_not(advance_too_near(&a, 0, 0));
+	cr_assert_not(advance_too_near(&off, T, T - 1));
+	/* it follows the estimate */
+	a.ns = ADVANCE_MAX_NS;
+	cr_assert(advance_too_near(&a, T, T - ADVANCE_MAX_NS));
+	cr_assert_not(advance_too_near(&a, T, T - 2 * ADVANCE_MAX_NS));
+}
