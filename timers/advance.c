@@ -7,7 +7,8 @@ void advance_init(struct advance *a, bool enabled)
 			       .ns = enabled ? ADVANCE_INIT_NS : 0 };
 }
 
-/* Nearer than this, a wake ahead of the target would come at once. */
+/* Nearer than this, the wake ahead of a target would come at once, or
+ * within a quarter of the estimate: not worth a sleep. */
 static uint64_t near_ns(const struct advance *a)
 {
 	return a->ns + a->ns / 4;
@@ -28,7 +29,7 @@ bool advance_too_near(const struct advance *a, uint64_t target,
 		      uint64_t now)
 {
 	return a->enabled && target && target != UINT64_MAX &&
-	       target >= now && target - now < near_ns(a);
+	       target > now && target - now < near_ns(a);
 }
 
 void advance_cancel(struct advance *a)

@@ -67,7 +67,7 @@ void advance_init(struct advance *a, bool enabled);
  */
 uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now);
 /*
- * True where the advance is on and `target` is ahead of `now` but nearer
+ * True where the advance is on and `target` is after `now` but nearer
  * than advance_wake_at advances: a sleep until it would come back late by
  * about the estimate, so a halted thread spins for it instead, in a poll
  * that stops (and sleeps) once another thread wants the CPU.

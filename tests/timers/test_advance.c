@@ -164,8 +164,9 @@ Test(advance, too_near_is_what_wake_at_leaves_alone)
 	advance_init(&a, true);
 	advance_init(&off, false);
 	cr_assert(advance_too_near(&a, T, T - near + 1));
-	cr_assert(advance_too_near(&a, T, T));
+	cr_assert(advance_too_near(&a, T, T - 1));
 	cr_assert_not(advance_too_near(&a, T, T - near));
+	cr_assert_not(advance_too_near(&a, T, T), "due now: nothing to poll");
 	cr_assert_not(advance_too_near(&a, T, T + 1), "already past");
 	cr_assert_not(advance_too_near(&a, UINT64_MAX, T));
 	cr_assert_not(advance_too_near(&a, 0, 0));
