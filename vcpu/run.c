@@ -416,11 +416,12 @@ static bool halt_poll(struct vcpu *v, uint64_t until)
 	v->stats.halt_polls++;
 	while (now < until && !atomic_load(&v->kick_pending) && !stopping(v)) {
 		sched_yield();
-		now = clock_now_ns();
+		/* the turn another thread took is its CPU, not the poll's */
 		if (thread_switches(false) != switches) {
 			alone = false;
 			break;
 		}
+		now = clock_now_ns();
 	}
 	v->stats.halt_poll_ns += now - from;
 	v->stats.halt_polls_given_way += !alone;

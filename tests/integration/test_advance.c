@@ -155,9 +155,13 @@ Test(advance, a_halt_near_a_hard_expiry_spins_instead_of_sleeping)
 		    "wakeups", ticks, halts, polls, poll_ns, wakeups);
 	cr_assert_gt(polls, 0, "no halt polled: %lu halts, %lu wakeups",
 		     halts, wakeups);
-	/* a poll spins at most its bound, and a little for the last clock
-	 * read on a preempted thread */
-	cr_assert_leq(poll_ns, polls * 1100000);
+	/*
+	 * How long a poll spins is not checked here: the host's clock runs
+	 * on while its CPU runs something else (another thread, or in the
+	 * nested runner the other emulated CPU), which no switch count
+	 * shows. Its bound is the poll's target, which the advance's unit
+	 * tests check; its cost is a benchmark's figure.
+	 */
 	/* a halt sleeps (a wakeup) or polls, seldom both, but for a poll
 	 * another thread cut short, after which the halt sleeps */
 	cr_assert_leq(wakeups + polls, halts + given_way + halts / 10 + 8,
@@ -166,12 +170,12 @@ Test(advance, a_halt_near_a_hard_expiry_spins_instead_of_sleeping)
 	run_free(&r);
 
 	/* without --halt-poll, only a halt nearer its expiry than the
-	 * advance's reach polls, for no longer than 5/4 of the bound */
+	 * advance's reach polls */
 	ticks = run_tick(&r, "2000", "--halt-poll", "0");
 	json = find_json(r.out);
 	polls = vcpu_stat(json, 0, "halt_polls");
+	cr_log_info("--halt-poll 0: %lu ticks, %lu near polls (%lu ns)", ticks,
+		    polls, vcpu_stat(json, 0, "halt_poll_ns"));
 	cr_assert_eq(polls, vcpu_stat(json, 0, "halt_polls_near"));
-	cr_assert_leq(vcpu_stat(json, 0, "halt_poll_ns"),
-		      polls * (625000 + 100000));
 	run_free(&r);
 }

@@ -159,6 +159,7 @@ Test(advance, a_near_target_is_not_advanced)
 Test(advance, too_near_is_what_wake_at_leaves_alone)
 {
 	const uint64_t near = ADVANCE_INIT_NS + ADVANCE_INIT_NS / 4;
+	const uint64_t near_max = ADVANCE_MAX_NS + ADVANCE_MAX_NS / 4;
 	struct advance a, off;
 
 	advance_init(&a, true);
@@ -175,4 +176,7 @@ Test(advance, too_near_is_what_wake_at_leaves_alone)
 	a.ns = ADVANCE_MAX_NS;
 	cr_assert(advance_too_near(&a, T, T - ADVANCE_MAX_NS));
 	cr_assert_not(advance_too_near(&a, T, T - 2 * ADVANCE_MAX_NS));
+	/* and at the bound, a near poll lasts at most 5/4 of it */
+	cr_assert(advance_too_near(&a, T, T - near_max + 1));
+	cr_assert_not(advance_too_near(&a, T, T - near_max));
 }
