@@ -32,6 +32,17 @@ bool advance_too_near(const struct advance *a, uint64_t target,
 	       target > now && target - now < near_ns(a);
 }
 
+bool advance_take_near(struct advance *a, uint64_t target, uint64_t now)
+{
+	if (!a->enabled || !target || target == UINT64_MAX || target <= now ||
+	    target - now > a->ns)
+		return false;
+	if (target > a->gate)
+		a->gate = target;
+	a->took_near++;
+	return true;
+}
+
 void advance_cancel(struct advance *a)
 {
 	a->target = 0;
@@ -86,6 +97,8 @@ void advance_entered(struct advance *a, uint64_t arrived)
 		a->late_ns += arrived - gate;
 	}
 	/* the estimate answers for the expiry it aimed at, not for a hold */
+	if (!aimed)
+		return;
 	if (arrived < aimed) {
 		error = aimed - arrived;
 		if (error <= ADVANCE_MAX_NS)

@@ -49,6 +49,7 @@ struct advance {
 			 * take the gate past it) */
 	/* what it cost and bought */
 	uint64_t ran_ahead; /* catch-ups that ran the timers to a target */
+	uint64_t took_near; /* entries held for an expiry nearer than a kick */
 	uint64_t waits; /* entries that waited for the gate */
 	uint64_t wait_ns; /* ...in all */
 	uint64_t late; /* entries that found the gate already past */
@@ -74,6 +75,16 @@ uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now);
  */
 bool advance_too_near(const struct advance *a, uint64_t target,
 		      uint64_t now);
+/*
+ * Out of the guest already, at `now`, with a hard expiry `target` due
+ * within the estimate: a kick armed for it would bring the thread back no
+ * sooner than the target plus the estimate, and cost the guest the way
+ * out and back besides. True where the advance is on and that is so: the
+ * caller runs the timers up to the target at once and the gate holds the
+ * entry until it (moved later if already set), as after a run-ahead; with
+ * no wake aimed, nothing is learned from it.
+ */
+bool advance_take_near(struct advance *a, uint64_t target, uint64_t now);
 /* Forgets the armed target and any gate (the thread sleeps instead). */
 void advance_cancel(struct advance *a);
 /* The time to run the timers to, woken at `now`: the target where it is

@@ -383,6 +383,21 @@ static uint64_t due_by(struct vcpu *v, uint64_t next)
 }
 
 /*
+ * Out of the guest, before an entry: a hard expiry due sooner than a kick
+ * could come back for it (the running path's estimate) is taken now, its
+ * vector held at the gate until the expiry. Entering and kicking would
+ * deliver it the estimate late (later still within the minimum run), and
+ * the kick's way out and back costs the guest more than the wait does.
+ */
+static void take_near_expiry(struct vcpu *v, uint64_t now)
+{
+	uint64_t hard_at = due_by(v, wheel_next_hard_expiry(&v->wheel));
+
+	if (advance_take_near(&v->advance[VCPU_WAKE_RUNNING], hard_at, now))
+		wheel_advance(&v->wheel, hard_at);
+}
+
+/*
  * The kernel's count of this thread's context switches: voluntary (its
  * sleeps) or involuntary (another thread took the CPU: a preemption, or a
  * yield that found one to run).
@@ -721,6 +736,7 @@ static void *vcpu_thread(void *arg)
 			sleep_until(v, sipi_came);
 			continue;
 		}
+		take_near_expiry(v, now);
 		inject(v);
 		/*
 		 * A host slower than the guest's timers (loaded, or nested)

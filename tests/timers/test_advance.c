@@ -180,3 +180,42 @@ Test(advance, too_near_is_what_wake_at_leaves_alone)
 	cr_assert(advance_too_near(&a, T, T - near_max + 1));
 	cr_assert_not(advance_too_near(&a, T, T - near_max));
 }
+
+/* Out of the guest already: an expiry within the estimate is taken now
+ * and gated, and teaches the estimate nothing, waited for or not. */
+Test(advance, takes_an_expiry_within_the_estimate_at_the_gate)
+{
+	struct advance a, off;
+
+	advance_init(&a, true);
+	advance_init(&off, false);
+	cr_assert_not(advance_take_near(&off, T, T - 1));
+	cr_assert_not(advance_take_near(&a, T, T - ADVANCE_INIT_NS - 1));
+	cr_assert_not(advance_take_near(&a, T, T), "due now: no gate needed");
+	cr_assert_not(advance_take_near(&a, UINT64_MAX, T));
+	cr_assert_not(advance_take_near(&a, 0, 0));
+	cr_assert_eq(advance_gate(&a), 0);
+
+	cr_assert(advance_take_near(&a, T, T - ADVANCE_INIT_NS));
+	cr_assert_eq(advance_gate(&a), T);
+	cr_assert_eq(a.took_near, 1);
+	advance_entered(&a, T - ADVANCE_INIT_NS);
+	cr_assert_eq(a.waits, 1);
+	cr_assert_eq(a.wait_ns, ADVANCE_INIT_NS);
+	cr_assert_eq(a.ns, ADVANCE_INIT_NS, "a hold is no aim");
+	cr_assert_eq(advance_gate(&a), 0);
+
+	/* late at the gate: counted, not learned */
+	cr_assert(advance_take_near(&a, T, T - 1000));
+	advance_entered(&a, T + 5000);
+	cr_assert_eq(a.late, 1);
+	cr_assert_eq(a.ns, ADVANCE_INIT_NS);
+
+	/* a run-ahead's gate moves later, and still learns its own aim */
+	cr_assert_eq(advance_wake_at(&a, T, T - FAR), T - ADVANCE_INIT_NS);
+	cr_assert_eq(advance_catch_up(&a, T - ADVANCE_INIT_NS), T);
+	cr_assert(advance_take_near(&a, T + 4000, T));
+	cr_assert_eq(advance_gate(&a), T + 4000);
+	advance_entered(&a, T + 8000);
+	cr_assert_eq(a.ns, ADVANCE_INIT_NS + 8000 / 8);
+}
