@@ -388,11 +388,14 @@ static uint64_t due_by(struct vcpu *v, uint64_t next)
  * vector held at the gate until the expiry. Entering and kicking would
  * deliver it the estimate late (later still within the minimum run), and
  * the kick's way out and back costs the guest more than the wait does.
+ * Not while a vector is already due: the gate would hold that one too.
  */
 static void take_near_expiry(struct vcpu *v, uint64_t now)
 {
 	uint64_t hard_at = due_by(v, wheel_next_hard_expiry(&v->wheel));
 
+	if (apic_deliverable(&v->apic) >= 0)
+		return;
 	if (advance_take_near(&v->advance[VCPU_WAKE_RUNNING], hard_at, now))
 		wheel_advance(&v->wheel, hard_at);
 }
