@@ -70,11 +70,13 @@ Test(advance, hard_ticks_run_ahead_and_wait_for_their_expiry)
 	uint64_t late = advance_stat(json, "halted.late") +
 			advance_stat(json, "running.late");
 	uint64_t ns = advance_stat(json, "halted.ns");
+	uint64_t took_near = advance_stat(json, "running.took_near");
 	uint64_t wakeups = vcpu_stat(json, 0, "host_wakeups");
 
-	cr_log_info("%lu ticks: %lu woken ahead, %lu waits (%lu ns), %lu late "
-		    "entries, estimate %lu ns, %lu host wakeups",
-		    ticks, ran_ahead, waits, wait_ns, late, ns, wakeups);
+	cr_log_info("%lu ticks: %lu woken ahead, %lu taken near, %lu waits "
+		    "(%lu ns), %lu late entries, estimate %lu ns, %lu host "
+		    "wakeups", ticks, ran_ahead, took_near, waits, wait_ns,
+		    late, ns, wakeups);
 	cr_assert(strstr(json, "\"timer_advance\": {\"enabled\": true"),
 		  "%s", json);
 	/*
@@ -102,6 +104,7 @@ Test(advance, off_nothing_runs_ahead)
 	cr_assert(strstr(json, "\"timer_advance\": {\"enabled\": false"),
 		  "%s", json);
 	cr_assert_eq(advance_stat(json, "halted.ran_ahead"), 0);
+	cr_assert_eq(advance_stat(json, "running.took_near"), 0);
 	cr_assert_eq(advance_stat(json, "halted.waits"), 0);
 	cr_assert_eq(advance_stat(json, "running.waits"), 0);
 	/* nor polls for an expiry near a halt: no estimate, nothing near */
