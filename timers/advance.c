@@ -34,9 +34,25 @@ bool advance_too_near(const struct advance *a, uint64_t target,
 
 bool advance_take_near(struct advance *a, uint64_t target, uint64_t now)
 {
+	uint64_t budget;
+
 	if (!a->enabled || !target || target == UINT64_MAX || target <= now ||
 	    target - now > a->ns)
 		return false;
+	/* in ns times the share: it fills by the time itself, no remainder */
+	budget = a->near_budget;
+	if (now > a->near_budget_at)
+		budget += now - a->near_budget_at;
+	if (!a->near_budget_at ||
+	    budget > ADVANCE_NEAR_BURST_NS * ADVANCE_NEAR_SHARE)
+		budget = ADVANCE_NEAR_BURST_NS * ADVANCE_NEAR_SHARE;
+	a->near_budget_at = now;
+	a->near_budget = budget;
+	if (budget < (target - now) * ADVANCE_NEAR_SHARE) {
+		a->near_over_budget++;
+		return false;
+	}
+	a->near_budget -= (target - now) * ADVANCE_NEAR_SHARE;
 	if (target > a->gate)
 		a->gate = target;
 	a->took_near++;

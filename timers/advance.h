@@ -50,6 +50,10 @@ struct advance {
 	/* what it cost and bought */
 	uint64_t ran_ahead; /* catch-ups that ran the timers to a target */
 	uint64_t took_near; /* entries held for an expiry nearer than a kick */
+	uint64_t near_over_budget; /* ...not held: their budget was spent */
+	uint64_t near_budget; /* what near waits may still take, in ns
+			       * times ADVANCE_NEAR_SHARE */
+	uint64_t near_budget_at; /* when it was last filled */
 	uint64_t waits; /* entries that waited for the gate */
 	uint64_t wait_ns; /* ...in all */
 	uint64_t late; /* entries that found the gate already past */
@@ -83,7 +87,15 @@ bool advance_too_near(const struct advance *a, uint64_t target,
  * caller runs the timers up to the target at once and the gate holds the
  * entry until it (moved later if already set), as after a run-ahead; with
  * no wake aimed, nothing is learned from it.
+ *
+ * Such waits take at most 1/ADVANCE_NEAR_SHARE of the time, in a budget
+ * that fills at that rate up to ADVANCE_NEAR_BURST_NS: past it the thread
+ * enters and is kicked. A guest whose timers are due at nearly every exit
+ * (a timer stressor) would otherwise spin away a tenth of its thread's
+ * time, and on a host short of CPUs that time is its neighbours' latency.
  */
+#define ADVANCE_NEAR_SHARE 32
+#define ADVANCE_NEAR_BURST_NS (2 * ADVANCE_MAX_NS)
 bool advance_take_near(struct advance *a, uint64_t target, uint64_t now);
 /* Forgets the armed target and any gate (the thread sleeps instead). */
 void advance_cancel(struct advance *a);

@@ -143,10 +143,12 @@ static void advance_json(FILE *f, const struct vcpu *v)
 
 		fprintf(f,
 			", \"%s\": {\"ns\": %lu, \"ran_ahead\": %lu, "
-			"\"took_near\": %lu, \"waits\": %lu, "
-			"\"wait_ns\": %lu, \"late\": %lu, \"late_ns\": %lu}",
-			paths[p], a->ns, a->ran_ahead, a->took_near, a->waits,
-			a->wait_ns, a->late, a->late_ns);
+			"\"took_near\": %lu, \"near_over_budget\": %lu, "
+			"\"waits\": %lu, \"wait_ns\": %lu, \"late\": %lu, "
+			"\"late_ns\": %lu}",
+			paths[p], a->ns, a->ran_ahead, a->took_near,
+			a->near_over_budget, a->waits, a->wait_ns, a->late,
+			a->late_ns);
 	}
 	fputs("}", f);
 }

@@ -219,3 +219,30 @@ Test(advance, takes_an_expiry_within_the_estimate_at_the_gate)
 	advance_entered(&a, T + 8000);
 	cr_assert_eq(a.ns, ADVANCE_INIT_NS + 8000 / 8);
 }
+
+/* Near waits have a budget: a burst, then 1/ADVANCE_NEAR_SHARE of the time. */
+Test(advance, near_waits_keep_within_their_share_of_the_time)
+{
+	const uint64_t wait = ADVANCE_MAX_NS;
+	const unsigned burst = ADVANCE_NEAR_BURST_NS / ADVANCE_MAX_NS;
+	uint64_t now = T;
+	struct advance a;
+
+	advance_init(&a, true);
+	a.ns = ADVANCE_MAX_NS;
+	for (unsigned i = 0; i < burst; i++)
+		cr_assert(advance_take_near(&a, now + wait, now), "take %u", i);
+	cr_assert_not(advance_take_near(&a, now + wait, now));
+	cr_assert_eq(a.near_over_budget, 1);
+	/* not yet a whole wait's share later */
+	now += ADVANCE_NEAR_SHARE * wait - 1000;
+	cr_assert_not(advance_take_near(&a, now + wait, now));
+	now += 1000;
+	cr_assert(advance_take_near(&a, now + wait, now));
+	cr_assert_eq(a.took_near, burst + 1);
+	/* a long quiet spell refills it to the burst, no more */
+	now += 1000 * ADVANCE_NEAR_BURST_NS;
+	for (unsigned i = 0; i < burst; i++)
+		cr_assert(advance_take_near(&a, now + wait, now));
+	cr_assert_not(advance_take_near(&a, now + wait, now));
+}
