@@ -94,7 +94,7 @@ bool advance_too_near(const struct advance *a, uint64_t target,
  * (a timer stressor) would otherwise spin away a tenth of its thread's
  * time, and on a host short of CPUs that time is its neighbours' latency.
  */
-#define ADVANCE_NEAR_SHARE 32
+#define ADVANCE_NEAR_SHARE 16
 #define ADVANCE_NEAR_BURST_NS (2 * ADVANCE_MAX_NS)
 bool advance_take_near(struct advance *a, uint64_t target, uint64_t now);
 /* Forgets the armed target and any gate (the thread sleeps instead). */
