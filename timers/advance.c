@@ -14,10 +14,15 @@ static uint64_t near_ns(const struct advance *a)
 	return a->ns + a->ns / 4;
 }
 
+/* With the advance on, `target` a real expiry no earlier than `now`. */
+static bool ahead(const struct advance *a, uint64_t target, uint64_t now)
+{
+	return a->enabled && target && target != UINT64_MAX && target >= now;
+}
+
 uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now)
 {
-	if (!a->enabled || !target || target == UINT64_MAX || target < now ||
-	    target - now < near_ns(a)) {
+	if (!ahead(a, target, now) || target - now < near_ns(a)) {
 		a->target = 0;
 		return target;
 	}
@@ -28,16 +33,15 @@ uint64_t advance_wake_at(struct advance *a, uint64_t target, uint64_t now)
 bool advance_too_near(const struct advance *a, uint64_t target,
 		      uint64_t now)
 {
-	return a->enabled && target && target != UINT64_MAX &&
-	       target > now && target - now < near_ns(a);
+	return ahead(a, target, now) && target > now &&
+	       target - now < near_ns(a);
 }
 
 bool advance_take_near(struct advance *a, uint64_t target, uint64_t now)
 {
 	uint64_t budget;
 
-	if (!a->enabled || !target || target == UINT64_MAX || target <= now ||
-	    target - now > a->ns)
+	if (!ahead(a, target, now) || target == now || target - now > a->ns)
 		return false;
 	/* in ns times the share: it fills by the time itself, no remainder */
 	budget = a->near_budget;

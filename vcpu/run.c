@@ -392,10 +392,11 @@ static uint64_t due_by(struct vcpu *v, uint64_t next)
  */
 static void take_near_expiry(struct vcpu *v, uint64_t now)
 {
-	uint64_t hard_at = due_by(v, wheel_next_hard_expiry(&v->wheel));
+	uint64_t hard_at;
 
 	if (apic_deliverable(&v->apic) >= 0)
 		return;
+	hard_at = due_by(v, wheel_next_hard_expiry(&v->wheel));
 	if (advance_take_near(&v->advance[VCPU_WAKE_RUNNING], hard_at, now))
 		wheel_advance(&v->wheel, hard_at);
 }
