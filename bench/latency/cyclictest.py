@@ -38,11 +38,18 @@ missed, so a late guest completes fewer than -D / -i), min, avg and max
 percentile beyond -h µs is shown as ">H"). In every run the guest also
 checks itself that no local timer interrupt entered before the TSC deadline
 last written on its CPU (lull-init's lull_never_early: the guest's
-tracepoints on the guest's TSC); the table shows how many it checked and
-how many were early; an early one in a lull run is lull's bug, and the
-exit status is 1 (QEMU/KVM's are shown as measured). For lull runs, lull's whole
---stats JSON is kept (hard_lateness_ns per vCPU, and what else that
-version reports).
+tracepoints on the guest's TSC); the table shows how many it checked, how
+many were early (with the events before the first few) and how many it
+could not tell from a late second interrupt ("either"); an early one in a
+lull run is lull's bug, and the exit status is 1 (QEMU/KVM's are shown as
+measured). For lull runs, lull's whole --stats JSON is kept
+(hard_lateness_ns per vCPU, and what else that version reports). Over
+cyclictest's -D from its start on the console (as polled; not its
+histogram's output after) the table also gives the VMM's CPU, all its
+threads and the guest's time in them, per completed period, and how busy
+the host's CPUs were: on a host that is busy throughout, every VMM's
+timers wait in one queue, and the one that costs more per period waits
+longer.
 
 The packages are fetched once with `apt-get download` and cached beside
 the runner's kernel ($LULL_NESTED_CACHE or ~/.cache/lull-nested, in
@@ -104,9 +111,15 @@ PROGRAM = "usr/bin/cyclictest"
 READY = "lull-init: ready"
 LINE = "lull-init: cyclictest: "
 DONE = "lull-init: cyclictest done"
+START = "lull-init: cyclictest start"
 # the guest's own check that no local timer interrupt entered before its
 # TSC deadline (tests/linux/init.c, lull_never_early)
-NEVER_EARLY = re.compile(r"lull-init: never-early done checked=(\d+) early=(\d+)")
+NEVER_EARLY = re.compile(r"lull-init: never-early done checked=(\d+) early=(\d+)(?: either=(\d+))?")
+# its per-CPU lines, which add up to it where a kernel message cuts into
+# that last line, and the events before each of its first early entries
+NEVER_EARLY_CPU = re.compile(r"lull-init: never-early cpu=(\d+) .*checked=(\d+) early=(\d+)"
+                             r"(?:.* either=(\d+))?")
+NEVER_EARLY_SHOWN = re.compile(r"lull-init: never-early early (cpu=.*)")
 FAIL, PANIC = linux_idle.FAIL, linux_idle.PANIC
 # cyclictest's own histogram row, "000123 000000\t000002" (lull-init passes
 # it on as it is only when it cannot pack it)
@@ -334,6 +347,16 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
                              start_new_session=True, preexec_fn=density.set_pdeathsig)
     density.OWNED[p.pid] = p
     t_ready = t_done = None
+    # the VMM's CPU (all its threads) and the host's idle time over
+    # cyclictest's -D from its start, as the harness polls (its histogram's
+    # output after is not in it): where the host is busy throughout, the
+    # guest's latency is the host's queue
+    window = {}
+
+    def mark(key):
+        snap = density.snapshot(p.pid)
+        if snap:
+            window[key] = (snap, density.host_idle_ns())
 
     def text():
         with open(console, "rb") as f:
@@ -343,6 +366,11 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
             now, seen = time.monotonic(), text()
             if t_ready is None and READY in seen:
                 t_ready = now
+            if "start" not in window and START in seen:
+                mark("start")
+            if "start" in window and "done" not in window and (
+                    now - window["start"][0][0] / 1e9 >= cfg.duration or DONE in seen):
+                mark("done")
             if t_done is None and (DONE in seen or FAIL in seen):
                 t_done = now
             if p.poll() is not None:
@@ -377,8 +405,25 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
         res["failure"] = "init: " + linux_idle.said_after(seen, FAIL)
     keep_gzipped(console)
     res["console"] += ".gz"
+    if "start" in window and "done" in window:
+        (s0, idle0), (s1, idle1) = window["start"], window["done"]
+        secs, cpu, _ = density.window_usage(s0, s1)
+        res["window"] = {"s": round(secs, 2), "vmm_cpu_s": round(cpu / 1e9, 2),
+                         "host_busy": round(1 - (idle1 - idle0) / 1e9
+                                            / (secs * density.NCPU), 3)}
     m = NEVER_EARLY.search(seen)
-    res["never_early"] = {"checked": int(m.group(1)), "early": int(m.group(2))} if m else None
+    cpus = NEVER_EARLY_CPU.findall(seen)
+    if m:
+        res["never_early"] = {"checked": int(m.group(1)), "early": int(m.group(2)),
+                              "either": int(m.group(3) or 0)}
+    elif cpus and "lull-init: never-early done" in seen:
+        res["never_early"] = {"checked": sum(int(c[1]) for c in cpus),
+                              "early": sum(int(c[2]) for c in cpus),
+                              "either": sum(int(c[3] or 0) for c in cpus)}
+    else:
+        res["never_early"] = None
+    if res["never_early"] and res["never_early"]["early"]:
+        res["never_early"]["shown"] = [x.strip() for x in NEVER_EARLY_SHOWN.findall(seen)]
     threads = parse_output(seen, cfg.hist)
     if threads is None and not res["failure"]:
         res["failure"] = "no cyclictest summary on the console"
@@ -515,12 +560,36 @@ def table(res):
         lines.append("")
         lines.append("never early, the guest's own check: local timer interrupts that entered "
                      "before their TSC deadline, of those checked")
-        lines.append(f"{'vCPUs':>5} {'mode':<16} {'run':>3} {'checked':>8} {'early':>6}")
+        lines.append("(either: entries not checked, as perhaps a deadline's own interrupt after "
+                     "one that may have served it too; tests/linux/init.c)")
+        lines.append(f"{'vCPUs':>5} {'mode':<16} {'run':>3} {'checked':>8} {'early':>6} "
+                     f"{'either':>6}")
         for r in checks:
             n = r["never_early"]
             lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} "
-                         + (f"{n['checked']:>8} {n['early']:>6}" if n else
-                            f"{'not checked (see its console)':>15}"))
+                         + (f"{n['checked']:>8} {n['early']:>6} {n.get('either', '-'):>6}"
+                            if n else f"{'not checked (see its console)':>15}"))
+        shown = [(r, x) for r in checks for x in (r["never_early"] or {}).get("shown", [])]
+        if shown:
+            lines.append("")
+            lines.append("the first early entries, each after its CPU's events before it "
+                         "(TSC cycles from the entry)")
+            for r, x in shown:
+                lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} {x}")
+    windows = [r for r in res["results"] if r.get("window") and r.get("all")]
+    if windows:
+        lines.append("")
+        lines.append("cyclictest's -D from its start, as polled: the VMM's CPU, all its "
+                     "threads and the guest's time in them, per completed period; the host's "
+                     "CPUs busy, all tasks")
+        lines.append(f"{'vCPUs':>5} {'mode':<16} {'run':>3} {'s':>6} {'VMM CPU s':>9} "
+                     f"{'µs/period':>9} {'host busy':>9}")
+        for r in windows:
+            w = r["window"]
+            per = w["vmm_cpu_s"] * 1e6 / r["all"]["periods"] if r["all"]["periods"] else None
+            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} {w['s']:>6} "
+                         f"{w['vmm_cpu_s']:>9} {num(per and round(per)):>9} "
+                         f"{w['host_busy'] * 100:>8.1f}%")
     lat = [(r, v) for r in res["results"] for v in ((r.get("lull_stats") or {}).get("vcpus") or [])]
     if lat:
         lines.append("")
