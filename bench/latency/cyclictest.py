@@ -408,7 +408,7 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
     if "start" in window and "done" in window:
         (s0, idle0), (s1, idle1) = window["start"], window["done"]
         secs, cpu, _ = density.window_usage(s0, s1)
-        res["window"] = {"s": round(secs, 2), "vmm_cpu_s": round(cpu / 1e9, 2),
+        res["window"] = {"span": "-D", "s": round(secs, 2), "vmm_cpu_s": round(cpu / 1e9, 2),
                          "host_busy": round(1 - (idle1 - idle0) / 1e9
                                             / (secs * density.NCPU), 3)}
     m = NEVER_EARLY.search(seen)
@@ -579,7 +579,8 @@ def table(res):
     windows = [r for r in res["results"] if r.get("window") and r.get("all")]
     if windows:
         lines.append("")
-        lines.append("cyclictest's -D from its start, as polled: the VMM's CPU, all its "
+        lines.append("cyclictest's -D from its start, as polled (* from its start to its done "
+                     "line, its histogram's output included): the VMM's CPU, all its "
                      "threads and the guest's time in them, per completed period; the host's "
                      "CPUs busy, all tasks")
         lines.append(f"{'vCPUs':>5} {'mode':<16} {'run':>3} {'s':>6} {'VMM CPU s':>9} "
@@ -587,7 +588,8 @@ def table(res):
         for r in windows:
             w = r["window"]
             per = w["vmm_cpu_s"] * 1e6 / r["all"]["periods"] if r["all"]["periods"] else None
-            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} {w['s']:>6} "
+            lines.append(f"{r['vcpus']:>5} {r['mode']:<16} {r['rep'] + 1:>3} "
+                         f"{('' if w.get('span') else '*') + str(w['s']):>6} "
                          f"{w['vmm_cpu_s']:>9} {num(per and round(per)):>9} "
                          f"{w['host_busy'] * 100:>8.1f}%")
     lat = [(r, v) for r in res["results"] for v in ((r.get("lull_stats") or {}).get("vcpus") or [])]
