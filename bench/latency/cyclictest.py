@@ -561,7 +561,7 @@ def table(res):
         lines.append("never early, the guest's own check: local timer interrupts that entered "
                      "before their TSC deadline, of those checked")
         lines.append("(either: entries not checked, as perhaps a deadline's own interrupt after "
-                     "one that may have served it too; tests/linux/init.c)")
+                     "one that may have served it too; tests/linux/never_early.h)")
         lines.append(f"{'vCPUs':>5} {'mode':<16} {'run':>3} {'checked':>8} {'early':>6} "
                      f"{'either':>6}")
         for r in checks:

@@ -57,7 +57,7 @@
  *                        never-early cpu=N ... early=E ..." and "lull-init:
  *                        never-early done checked=C early=E either=X"
  *                        (X: entries not checked, as perhaps a late
- *                        second interrupt, see never_early_line); before
+ *                        second interrupt, see never_early.h); before
  *                        them, for each of the first four early entries,
  *                        that CPU's last six events ("never-early early
  *                        cpu=N at=CYCLES write deadline=CYCLES|entry",
@@ -96,6 +96,8 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "never_early.h"
 
 #define NS_PER_S 1000000000LL
 #define NS_PER_MS 1000000LL
@@ -681,85 +683,13 @@ static void census(long seconds)
 	    late_unmatched);
 }
 
-/*
- * Never early: where the guest's local APIC timer runs in TSC-deadline
- * mode, every local timer interrupt must enter no sooner than the deadline
- * it fired for. Both are on the guest's TSC: the trace clock x86-tsc stamps
- * the interrupt's entry, which is at or after its arrival, so an entry
- * before its deadline is an early interrupt, for sure, and one that arrived
- * early by less than its entry path took is not seen.
- *
- * Which deadline an entry is for: the last one written, unless that write
- * replaced a deadline that had already passed (stamped at or before the
- * write): that one's interrupt was already owed, and a write does not take
- * it back, so the next entry is its. Where the new deadline too has passed
- * by that entry's stamp, the entry may serve both (the new one passed
- * before the owed interrupt was accepted) or only the old one (it passed
- * after: between acceptance and the stamp, which a busy host can stretch
- * to milliseconds), and then the new one's own interrupt follows, late,
- * perhaps after the handler wrote the next deadline. Which, the trace
- * cannot tell: the next entry, if it comes before the deadline then armed,
- * is taken for that second one's and not checked (counted as `either`),
- * and the armed deadline is checked at the entry after. The buffer holds
- * the whole measurement, so no event is lost (a lost write could leave a
- * later deadline than the one an entry was for).
- */
-#define NEVER_EARLY_CPUS 64
-/* an early entry is shown with this CPU's events before it, for the first
- * few of them: which write it was taken for, and what came before */
-#define NEVER_EARLY_HISTORY 6
-#define NEVER_EARLY_SHOWN 4
-
-struct never_early_cpu {
-	unsigned long long deadline; /* armed, not yet entered; 0: none */
-	bool owed; /* a replaced deadline had passed: its interrupt comes */
-	long writes, entries, checked, early, unarmed;
-	bool second; /* that entry may have served one deadline of two */
-	long either; /* entries taken for the second one's interrupt */
-	long long least; /* cycles from deadline to entry, least checked */
-	bool seen;
-	struct {
-		char kind; /* 'w': a write of `value`; 'e': an entry */
-		unsigned long long at, value;
-	} history[NEVER_EARLY_HISTORY];
-	unsigned events;
-};
-
-static long early_shown;
-
-static void never_early_remember(struct never_early_cpu *c, char kind,
-				 unsigned long long at, unsigned long long value)
+/* The never-early check (never_early.h says how it reads the trace). */
+static void never_early_shown(const char *line)
 {
-	unsigned i = c->events++ % NEVER_EARLY_HISTORY;
-
-	c->history[i].kind = kind;
-	c->history[i].at = at;
-	c->history[i].value = value;
+	say("never-early early %s", line);
 }
 
-/* The early entry (the last event remembered) and what came before it,
- * each stamped relative to the entry, in cycles. */
-static void never_early_show(int cpu, const struct never_early_cpu *c)
-{
-	unsigned n = c->events < NEVER_EARLY_HISTORY ? c->events :
-						       NEVER_EARLY_HISTORY;
-	unsigned long long entry =
-		c->history[(c->events - 1) % NEVER_EARLY_HISTORY].at;
-
-	for (unsigned k = n; k > 0; k--) {
-		unsigned i = (c->events - k) % NEVER_EARLY_HISTORY;
-
-		if (c->history[i].kind == 'w')
-			say("never-early early cpu=%d at=%lld write deadline=%lld",
-			    cpu, (long long)(c->history[i].at - entry),
-			    (long long)(c->history[i].value - entry));
-		else
-			say("never-early early cpu=%d at=%lld entry", cpu,
-			    (long long)(c->history[i].at - entry));
-	}
-}
-
-static struct never_early_cpu early_cpu[NEVER_EARLY_CPUS];
+static struct never_early early_check = { .show = never_early_shown };
 
 /* Before the measurement: the deadline MSR's writes and the timer's
  * entries, on the TSC. Returns false (and says why) where it cannot. */
@@ -785,79 +715,9 @@ static bool never_early_start(void)
 	return true;
 }
 
-/* The trace's timestamp: the token before ": EVENT:". */
-static unsigned long long stamp_before(const char *line, const char *event)
-{
-	const char *end = strstr(line, event), *start;
-
-	if (!end)
-		return 0;
-	start = end;
-	while (start > line && start[-1] != ' ')
-		start--;
-	return strtoull(start, NULL, 10);
-}
-
 static void never_early_line(const char *line)
 {
-	const char *p = strchr(line, '[');
-	int cpu = p ? atoi(p + 1) : -1;
-	struct never_early_cpu *c;
-	unsigned long long at;
-
-	if (line[0] == '#' || cpu < 0 || cpu >= NEVER_EARLY_CPUS)
-		return;
-	c = &early_cpu[cpu];
-	if ((p = strstr(line, ": write_msr: "))) {
-		const char *v = strstr(p, "value ");
-
-		if (!v || strstr(p, "#GP"))
-			return;
-		at = stamp_before(line, ": write_msr: ");
-		c->seen = true;
-		c->writes++;
-		if (c->deadline && c->deadline <= at)
-			c->owed = true;
-		c->deadline = strtoull(v + 6, NULL, 16);
-		never_early_remember(c, 'w', at, c->deadline);
-	} else if (strstr(line, ": local_timer_entry:")) {
-		long long by;
-
-		at = stamp_before(line, ": local_timer_entry:");
-		c->seen = true;
-		c->entries++;
-		never_early_remember(c, 'e', at, 0);
-		if (c->owed) {
-			/* the replaced deadline's, and the new one's too
-			 * where it has passed, unless its own comes next */
-			c->owed = false;
-			if (c->deadline && c->deadline <= at) {
-				c->deadline = 0;
-				c->second = true;
-			}
-			return;
-		}
-		if (c->second) {
-			/* that deadline's own, late, if before the next */
-			c->second = false;
-			if (!c->deadline || at < c->deadline) {
-				c->either++;
-				return;
-			}
-		}
-		if (!c->deadline) {
-			c->unarmed++; /* a periodic or one-shot APIC timer */
-			return;
-		}
-		by = (long long)(at - c->deadline);
-		if (!c->checked || by < c->least)
-			c->least = by;
-		c->checked++;
-		c->early += by < 0;
-		if (by < 0 && early_shown++ < NEVER_EARLY_SHOWN)
-			never_early_show(cpu, c);
-		c->deadline = 0; /* one interrupt per deadline */
-	}
+	never_early_take(&early_check, line);
 }
 
 /* After it: one line per CPU and the total. */
@@ -869,7 +729,7 @@ static void never_early_report(void)
 	if (!trace_read("never-early", never_early_line))
 		return;
 	for (int i = 0; i < NEVER_EARLY_CPUS; i++) {
-		struct never_early_cpu *c = &early_cpu[i];
+		struct never_early_cpu *c = &early_check.cpu[i];
 
 		if (!c->seen)
 			continue;
