@@ -115,8 +115,10 @@ START = "lull-init: cyclictest start"
 # the guest's own check that no local timer interrupt entered before its
 # TSC deadline (tests/linux/init.c, lull_never_early)
 NEVER_EARLY = re.compile(r"lull-init: never-early done checked=(\d+) early=(\d+)(?: either=(\d+))?")
-# its per-CPU lines, which add up to it where a kernel message cuts into
-# that last line, and the events before each of its first early entries
+# its per-CPU lines, printed once the whole trace is read, which add up to it
+# where a kernel message cuts into that last line (or into its first words,
+# "done" included: every vCPU's line there is as good), and the events before
+# each of its first early entries
 NEVER_EARLY_CPU = re.compile(r"lull-init: never-early cpu=(\d+) .*checked=(\d+) early=(\d+)"
                              r"(?:.* either=(\d+))?")
 NEVER_EARLY_SHOWN = re.compile(r"lull-init: never-early early (cpu=.*)")
@@ -416,7 +418,8 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
     if m:
         res["never_early"] = {"checked": int(m.group(1)), "early": int(m.group(2)),
                               "either": int(m.group(3) or 0)}
-    elif cpus and "lull-init: never-early done" in seen:
+    elif cpus and ("lull-init: never-early done" in seen
+                   or {int(c[0]) for c in cpus} >= set(range(vcpus))):
         res["never_early"] = {"checked": sum(int(c[1]) for c in cpus),
                               "early": sum(int(c[2]) for c in cpus),
                               "either": sum(int(c[3] or 0) for c in cpus)}
