@@ -5,14 +5,11 @@
 
 #include "never_early.h"
 
-/* The trace's timestamp: the token before ": EVENT:". */
-static unsigned long long stamp_before(const char *line, const char *event)
+/* The trace's timestamp: the token before ": EVENT:", which starts at end. */
+static unsigned long long stamp_before(const char *line, const char *end)
 {
-	const char *end = strstr(line, event), *start;
+	const char *start = end;
 
-	if (!end)
-		return 0;
-	start = end;
 	while (start > line && start[-1] != ' ')
 		start--;
 	return strtoull(start, NULL, 10);
@@ -29,8 +26,8 @@ static void remember(struct never_early_cpu *c, char kind,
 }
 
 /* The early entry (the last event remembered) and what came before it. */
-static void show(const struct never_early *ne, int cpu,
-		 const struct never_early_cpu *c)
+static void show_history(const struct never_early *ne, int cpu,
+			 const struct never_early_cpu *c)
 {
 	unsigned n = c->events < NEVER_EARLY_HISTORY ? c->events :
 						       NEVER_EARLY_HISTORY;
@@ -61,7 +58,7 @@ static void take_write(struct never_early_cpu *c, const char *line,
 
 	if (!v || strstr(event, "#GP"))
 		return;
-	at = stamp_before(line, ": write_msr: ");
+	at = stamp_before(line, event);
 	c->seen = true;
 	c->writes++;
 	if (c->deadline && c->deadline <= at)
@@ -70,10 +67,11 @@ static void take_write(struct never_early_cpu *c, const char *line,
 	remember(c, 'w', at, c->deadline);
 }
 
-static void take_entry(struct never_early *ne, int cpu, const char *line)
+static void take_entry(struct never_early *ne, int cpu, const char *line,
+		       const char *event)
 {
 	struct never_early_cpu *c = &ne->cpu[cpu];
-	unsigned long long at = stamp_before(line, ": local_timer_entry:");
+	unsigned long long at = stamp_before(line, event);
 	long long by;
 
 	c->seen = true;
@@ -107,7 +105,7 @@ static void take_entry(struct never_early *ne, int cpu, const char *line)
 	c->checked++;
 	c->early += by < 0;
 	if (by < 0 && ne->show && ne->shown++ < NEVER_EARLY_SHOWN)
-		show(ne, cpu, c);
+		show_history(ne, cpu, c);
 	c->deadline = 0; /* one interrupt per deadline */
 }
 
@@ -120,6 +118,6 @@ void never_early_take(struct never_early *ne, const char *line)
 		return;
 	if ((p = strstr(line, ": write_msr: ")))
 		take_write(&ne->cpu[cpu], line, p);
-	else if (strstr(line, ": local_timer_entry:"))
-		take_entry(ne, cpu, line);
+	else if ((p = strstr(line, ": local_timer_entry:")))
+		take_entry(ne, cpu, line, p);
 }
