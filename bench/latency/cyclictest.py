@@ -332,7 +332,7 @@ def run_vm(cfg, vcpus, mode, rep, attempt):
     stats = os.path.join(cfg.out, "runs", name + ".stats.json") if mode != "qemu" else None
     vm_cfg = argparse.Namespace(qemu=cfg.qemu, lull=cfg.lull, mem=cfg.mem, vcpus=vcpus,
                                 kernel=cfg.kernel, initramfs=cfg.initramfs)
-    args = cfg.cyclictest_args.replace("{N}", str(vcpus))
+    args = cfg.cyclictest_args.replace("{N}", str(cfg.threads or vcpus))
     init = f'lull_init=cyclictest lull_cyclictest="{args}" lull_never_early=1'
     lull_timeout = int(cfg.boot_timeout + cfg.duration + cfg.done_timeout + 60)
     cmd = linux_idle.vm_command(vm_cfg, mode, init, stats, lull_timeout, console=CONSOLE)
@@ -491,6 +491,7 @@ def write_results(cfg, results, partial=False):
                                          "interval",
                                          "hist", "mem", "cyclictest_args", "kernel",
                                          "initramfs_sha256", "packages")}
+    meta["cyclictest_threads"] = cfg.threads
     meta.update(command=cfg.command, date=datetime.datetime.now(datetime.timezone.utc)
                 .isoformat(timespec="seconds"), partial=partial,
                 nested=bool(cfg.inner or os.environ.get("LULL_NESTED_RUNNER") == "1"),
@@ -520,7 +521,9 @@ def ratio(a, b):
 
 def table(res):
     hist, lines = res["hist"], []
-    lines.append(f"cyclictest {res['cyclictest_args'].replace('{N}', 'N')} (N = vCPUs), "
+    threads = res.get("cyclictest_threads")
+    lines.append(f"cyclictest {res['cyclictest_args'].replace('{N}', 'N')} "
+                 + (f"(N = {threads}, pinned from vCPU 0 on; the other vCPUs idle)" if threads else "(N = vCPUs)") + ", "
                  f"Debian's {os.path.basename(res['kernel'])}, {res['mem']} per VM"
                  + ("; inside tests/nested/lull-nested: an emulated host, compare the "
                     "modes side by side" if res.get("nested") else "")
@@ -722,6 +725,10 @@ def parse_args(argv):
                     help="cyclictest -D, seconds (default 20)")
     ap.add_argument("--interval", type=int, default=1000, metavar="US",
                     help="cyclictest -i, µs (default 1000)")
+    ap.add_argument("--threads", type=int, default=None, metavar="N",
+                    help="cyclictest -t, its measuring threads, each pinned to its vCPU from "
+                         "vCPU 0 on (default: one per vCPU); fewer leave vCPUs idle, to "
+                         "tell what a busy neighbour vCPU costs from what a vCPU costs")
     ap.add_argument("--priority", type=int, default=95, metavar="P",
                     help="cyclictest -p, SCHED_FIFO priority (default 95)")
     ap.add_argument("--hist", type=int, default=50000, metavar="US",
@@ -763,7 +770,9 @@ def parse_args(argv):
     if not cfg.vcpus or min(cfg.vcpus) < 1 or cfg.repeat < 1 or cfg.retries < 0 or cfg.duration < 1 \
             or cfg.interval < 1 or cfg.hist < 1:
         ap.error("--vcpus, --repeat, --duration, --interval and --hist must be positive")
-    # {N}: the guest's vCPUs, one thread per vCPU
+    if cfg.threads is not None and not 1 <= cfg.threads <= min(cfg.vcpus):
+        ap.error(f"--threads {cfg.threads}: from 1 to the fewest --vcpus ({min(cfg.vcpus)})")
+    # {N}: --threads, or the guest's vCPUs: one thread per vCPU
     cfg.cyclictest_args = (f"-m -q -p {cfg.priority} -D {cfg.duration} -i {cfg.interval} "
                            f"-t {{N}} -a -h {cfg.hist}")
     cfg.done_timeout = max(120.0, cfg.duration * 2.0)
