@@ -523,7 +523,7 @@ def table(res):
     hist, lines = res["hist"], []
     threads = res.get("cyclictest_threads")
     lines.append(f"cyclictest {res['cyclictest_args'].replace('{N}', 'N')} "
-                 + (f"(N = {threads}, pinned from vCPU 0 on; the other vCPUs idle)" if threads else "(N = vCPUs)") + ", "
+                 + (f"(N = {threads}, pinned from vCPU 0 on; none on the other vCPUs)" if threads else "(N = vCPUs)") + ", "
                  f"Debian's {os.path.basename(res['kernel'])}, {res['mem']} per VM"
                  + ("; inside tests/nested/lull-nested: an emulated host, compare the "
                     "modes side by side" if res.get("nested") else "")
@@ -727,8 +727,9 @@ def parse_args(argv):
                     help="cyclictest -i, µs (default 1000)")
     ap.add_argument("--threads", type=int, default=None, metavar="N",
                     help="cyclictest -t, its measuring threads, each pinned to its vCPU from "
-                         "vCPU 0 on (default: one per vCPU); fewer leave vCPUs idle, to "
-                         "tell what a busy neighbour vCPU costs from what a vCPU costs")
+                         "vCPU 0 on (default: one per vCPU); with fewer, the other vCPUs run "
+                         "none, to tell what a vCPU costs its neighbour from what its "
+                         "measuring thread costs")
     ap.add_argument("--priority", type=int, default=95, metavar="P",
                     help="cyclictest -p, SCHED_FIFO priority (default 95)")
     ap.add_argument("--hist", type=int, default=50000, metavar="US",
